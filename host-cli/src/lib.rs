@@ -1,0 +1,5 @@
+//! host-cli: the host half of heapsnap — snapshots to pprof, symbolization, and the
+//! profile operations (top, diff, flame tree, source lines) that both the `heapsnap`
+//! binary and the browser viewer use.
+
+pub mod profile;

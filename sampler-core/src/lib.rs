@@ -1,0 +1,46 @@
+//! sampler-core: a heap sampler for code with no operating system under it.
+//!
+//! `#![no_std]`, no `alloc`: everything lives in fixed-capacity tables chosen at
+//! compile time, because this code runs *inside* the allocator.
+#![cfg_attr(not(any(test, feature = "std")), no_std)]
+
+/// One record cycle's tallies for a bucket (Go's `memRecordCycle`).
+///
+/// Shared by the device tables, the snapshot format and the host decoder: one data
+/// model for "what happened to a bucket".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Cycle {
+    /// Sampled allocations.
+    pub allocs: u64,
+    /// Sampled frees credited to this bucket.
+    pub frees: u64,
+    /// Bytes of the sampled allocations.
+    pub alloc_bytes: u64,
+    /// Bytes of the sampled frees.
+    pub free_bytes: u64,
+}
+
+/// Everything the sampler had to drop or skip, so nothing is lost silently.
+/// Travels in every snapshot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Counters {
+    /// Allocations that were sampled (whether or not they could be recorded).
+    pub samples: u64,
+    /// Samples dropped because the stack table was full.
+    pub stack_table_full: u64,
+    /// Samples dropped because the bucket table was full.
+    pub bucket_table_full: u64,
+    /// Sampled objects not tracked because the live-object map was full
+    /// (their frees cannot be credited).
+    pub live_map_full: u64,
+    /// Recordings skipped because the profiler was re-entered (e.g. an interrupt
+    /// allocated while the profiler was recording).
+    pub reentrant: u64,
+    /// Frees of sampled-looking addresses the live map did not know.
+    pub unknown_frees: u64,
+    /// Stacks cut at the maximum depth.
+    pub truncated_stacks: u64,
+}
+
+#[cfg(feature = "std")]
+pub mod decoded;

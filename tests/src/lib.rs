@@ -1,0 +1,1 @@
+//! Shared helpers of the end-to-end tests (paths of artifacts built by `cargo xtask test`).

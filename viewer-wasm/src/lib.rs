@@ -1,0 +1,1 @@
+//! viewer-wasm: the Yew app behind `www/`.

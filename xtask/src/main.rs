@@ -1,0 +1,52 @@
+//! Task runner: `cargo xtask <task>` (the Rust habit of defmt and rust-analyzer).
+//!
+//! Two commands matter to a newcomer: `cargo xtask demo` (the main job, end to end)
+//! and `cargo xtask test` (every test; `.ci/run` calls it). Both install what they need
+//! when it is missing, so a fresh machine of this kind needs nothing else.
+
+mod demo;
+mod firmware;
+mod sampler;
+mod test;
+mod tools;
+mod viewer;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <task> [options]
+
+tasks:
+  demo [--no-serve] [--port N]   build, profile firmware in QEMU, convert, serve the viewer
+  test                           run every test (what CI runs)
+  viewer [--dev]                 build the browser viewer into www/pkg
+  firmware                       build and run the QEMU firmware, writing snapshots
+  bench                          run the criterion benchmarks and print their figures
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((task, rest)) = args.split_first() else {
+        eprint!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let result = match task.as_str() {
+        "demo" => demo::run(rest),
+        "test" => test::run(rest),
+        "viewer" => viewer::run(rest),
+        "firmware" => firmware::run(rest),
+        "bench" => test::bench(rest),
+        "-h" | "--help" | "help" => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        other => Err(format!("unknown task `{other}`\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask {task}: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

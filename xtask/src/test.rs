@@ -1,0 +1,98 @@
+//! `cargo xtask test`: every test, in the order that lets later steps use earlier
+//! artifacts (the viewer bundle, the firmware snapshots). `.ci/run` calls this.
+//!
+//! Each step is run even when an earlier one failed (unless it needs that step's
+//! output), and a summary at the end names every failed step.
+
+use crate::tools::{self, cargo, step, Res};
+use std::process::Command;
+use std::time::Instant;
+
+/// Rustup targets the test command needs (device builds, firmware, browser).
+pub const TARGETS: &[&str] = &[
+    "thumbv6m-none-eabi",
+    "thumbv7em-none-eabihf",
+    "thumbv7m-none-eabi",
+    "riscv32imac-unknown-none-elf",
+    "wasm32-unknown-unknown",
+];
+
+/// Debian packages: (command proving it is there, package).
+pub const APT: &[(&str, &str)] = &[
+    ("go", "golang-go"),
+    ("chromium", "chromium"),
+    ("chromedriver", "chromium-driver"),
+    ("qemu-system-arm", "qemu-system-arm"),
+    ("node", "nodejs"),
+    ("npm", "npm"),
+];
+
+pub fn run(args: &[String]) -> Res {
+    if let Some(a) = args.first() {
+        return Err(format!("`test` takes no arguments (got `{a}`)"));
+    }
+    let started = Instant::now();
+    step("prerequisites");
+    tools::ensure_targets(TARGETS)?;
+    tools::ensure_apt(APT)?;
+
+    let mut results: Vec<(&str, Res, f64)> = Vec::new();
+    let mut go = |name: &'static str, f: &dyn Fn() -> Res| {
+        step(name);
+        let t = Instant::now();
+        let r = f();
+        if let Err(e) = &r {
+            eprintln!("    step `{name}` failed: {e}");
+        }
+        results.push((name, r, t.elapsed().as_secs_f64()));
+    };
+
+    go("sampler-core device builds, link test and flash size", &crate::sampler::device_checks);
+    go("viewer bundle (release, wasm-opt)", &|| crate::viewer::build(true).map(|_| ()));
+    go("firmware in QEMU", &|| crate::firmware::build_and_run().map(|_| ()));
+    go("cargo test --workspace", &cargo_tests);
+    go("fuzz targets (bounded)", &crate::sampler::fuzz_smoke);
+
+    eprintln!("\n==> summary ({:.0} s)", started.elapsed().as_secs_f64());
+    let mut failed = 0;
+    for (name, r, secs) in &results {
+        match r {
+            Ok(()) => eprintln!("    ok     {name} ({secs:.0} s)"),
+            Err(e) => {
+                failed += 1;
+                eprintln!("    FAILED {name} ({secs:.0} s): {e}");
+            }
+        }
+    }
+    println!("xtask test: {} steps passed, {failed} failed", results.len() - failed);
+    if failed == 0 {
+        Ok(())
+    } else {
+        Err(format!("{failed} step(s) failed"))
+    }
+}
+
+/// Host tests of every workspace crate, with the paths of artifacts built by earlier
+/// steps in the environment (end-to-end tests fail, not skip, when they are missing).
+fn cargo_tests() -> Res {
+    let mut c = cargo();
+    c.args(["test", "--workspace", "--all-features"]);
+    set_artifact_env(&mut c);
+    tools::run(&mut c)
+}
+
+/// Environment shared by tests and the demo: where the artifacts are.
+pub fn set_artifact_env(c: &mut Command) {
+    let root = tools::root();
+    c.env("PATH", tools::path_env())
+        .env("HEAPSNAP_WWW", root.join("www"))
+        .env("HEAPSNAP_FIRMWARE_OUT", crate::firmware::out_dir());
+}
+
+/// `cargo xtask bench`: every criterion benchmark (figures are printed by criterion).
+pub fn bench(args: &[String]) -> Res {
+    let mut c = cargo();
+    c.args(["bench", "--workspace"]).args(args);
+    set_artifact_env(&mut c);
+    tools::run(&mut c)
+}

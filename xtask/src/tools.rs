@@ -1,0 +1,196 @@
+//! Finding and installing the tools the tasks need, so a fresh machine needs nothing
+//! but `cargo xtask …`. Everything installed by cargo or npm goes under `.tools/` in the
+//! repository (git-ignored) unless an identical version is already on PATH.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// Result type of every task: a one-line cause on failure.
+pub type Res<T = ()> = Result<T, String>;
+
+/// Repository root (parent of `xtask/`).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// `.tools/` under the root: repo-local installs (cargo --root, npm prefix).
+pub fn tools_dir() -> PathBuf {
+    root().join(".tools")
+}
+
+/// Print a step header so a long log stays readable.
+pub fn step(name: &str) {
+    eprintln!("\n==> {name}");
+}
+
+/// Run a command to completion, inheriting stdio; error names the command and status.
+pub fn run(cmd: &mut Command) -> Res {
+    eprintln!("    $ {}", show(cmd));
+    let status = cmd.status().map_err(|e| format!("cannot start `{}`: {e}", show(cmd)))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{}` failed ({status})", show(cmd)))
+    }
+}
+
+/// Run a command and capture stdout as a string.
+pub fn output(cmd: &mut Command) -> Res<String> {
+    let out = cmd.output().map_err(|e| format!("cannot start `{}`: {e}", show(cmd)))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`{}` failed ({}): {}",
+            show(cmd),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn show(cmd: &Command) -> String {
+    let mut s = cmd.get_program().to_string_lossy().into_owned();
+    for a in cmd.get_args() {
+        s.push(' ');
+        s.push_str(&a.to_string_lossy());
+    }
+    s
+}
+
+/// `cargo` as invoked by the parent (respects the toolchain cargo was started with).
+pub fn cargo() -> Command {
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.current_dir(root());
+    c
+}
+
+/// Is `bin` on PATH (or `.tools/bin`)? Returns its path.
+pub fn which(bin: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = vec![tools_dir().join("bin"), tools_dir().join("node_modules/.bin")];
+    if let Some(p) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&p));
+    }
+    dirs.into_iter().map(|d| d.join(bin)).find(|p| p.is_file())
+}
+
+/// PATH with `.tools/bin` and `.tools/node_modules/.bin` first, for child processes.
+pub fn path_env() -> std::ffi::OsString {
+    let mut dirs = vec![tools_dir().join("bin"), tools_dir().join("node_modules/.bin")];
+    if let Some(p) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&p));
+    }
+    std::env::join_paths(dirs).expect("PATH entries are valid")
+}
+
+/// Make sure the rustup targets are installed (cheap when they already are).
+pub fn ensure_targets(targets: &[&str]) -> Res {
+    let installed = output(Command::new("rustup").args(["target", "list", "--installed"]))?;
+    let missing: Vec<&str> = targets.iter().copied().filter(|t| !installed.lines().any(|l| l.trim() == *t)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    step(&format!("installing rustup targets {missing:?}"));
+    run(Command::new("rustup").arg("target").arg("add").args(&missing))
+}
+
+/// Make sure a rustup component (e.g. `llvm-tools`, `rust-src`) is installed.
+pub fn ensure_component(component: &str, toolchain: Option<&str>) -> Res {
+    let mut list = Command::new("rustup");
+    if let Some(t) = toolchain {
+        list.arg(format!("+{t}"));
+    }
+    let installed = output(list.args(["component", "list", "--installed"]))?;
+    if installed.lines().any(|l| l.starts_with(component)) {
+        return Ok(());
+    }
+    let mut add = Command::new("rustup");
+    if let Some(t) = toolchain {
+        add.arg(format!("+{t}"));
+    }
+    run(add.args(["component", "add", component]))
+}
+
+/// Make sure Debian packages are installed: `(command that proves it, package)`.
+/// Runs `apt-get update` at most once per xtask process.
+pub fn ensure_apt(pkgs: &[(&str, &str)]) -> Res {
+    let missing: Vec<&str> = pkgs.iter().filter(|(bin, _)| which(bin).is_none()).map(|(_, p)| *p).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    step(&format!("installing Debian packages {missing:?}"));
+    static UPDATED: OnceLock<()> = OnceLock::new();
+    let sudo = if is_root() { None } else { Some("sudo") };
+    let apt = |args: &[&str]| -> Command {
+        let mut c = match sudo {
+            Some(s) => {
+                let mut c = Command::new(s);
+                c.arg("apt-get");
+                c
+            }
+            None => Command::new("apt-get"),
+        };
+        c.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+        c
+    };
+    if UPDATED.get().is_none() {
+        run(&mut apt(&["update", "-qq"]))?;
+        let _ = UPDATED.set(());
+    }
+    let mut args = vec!["install", "-y", "-qq", "--no-install-recommends"];
+    args.extend(&missing);
+    run(&mut apt(&args))
+}
+
+fn is_root() -> bool {
+    output(Command::new("id").arg("-u")).map(|s| s.trim() == "0").unwrap_or(false)
+}
+
+/// Make sure `bin` (from crate `krate`) is available at exactly `version`;
+/// installs into `.tools/` when missing or at another version.
+pub fn ensure_cargo_bin(bin: &str, krate: &str, version: &str, locked: bool) -> Res<PathBuf> {
+    if let Some(p) = which(bin) {
+        let v = Command::new(&p).arg("--version").output().ok();
+        if v.is_some_and(|o| String::from_utf8_lossy(&o.stdout).contains(version)) {
+            return Ok(p);
+        }
+    }
+    step(&format!("installing {krate} {version} into .tools (cargo install)"));
+    let mut c = cargo();
+    c.args(["install", krate, "--version", version, "--root"]).arg(tools_dir());
+    if locked {
+        c.arg("--locked");
+    }
+    run(&mut c)?;
+    Ok(tools_dir().join("bin").join(bin))
+}
+
+/// Make sure an npm package is installed under `.tools/node_modules`; returns the bin path.
+pub fn ensure_npm(bin: &str, pkg_spec: &str) -> Res<PathBuf> {
+    let p = tools_dir().join("node_modules/.bin").join(bin);
+    if p.is_file() {
+        return Ok(p);
+    }
+    ensure_apt(&[("node", "nodejs"), ("npm", "npm")])?;
+    step(&format!("installing npm {pkg_spec} into .tools"));
+    std::fs::create_dir_all(tools_dir()).map_err(|e| e.to_string())?;
+    run(Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--prefix"])
+        .arg(tools_dir())
+        .arg(pkg_spec))?;
+    Ok(p)
+}
+
+/// The exact `version` of a package as pinned in Cargo.lock (e.g. wasm-bindgen).
+pub fn locked_version(krate: &str) -> Res<String> {
+    let lock = std::fs::read_to_string(root().join("Cargo.lock")).map_err(|e| format!("Cargo.lock: {e}"))?;
+    let mut lines = lock.lines();
+    while let Some(l) = lines.next() {
+        if l.trim() == format!("name = \"{krate}\"") {
+            if let Some(v) = lines.next().and_then(|v| v.trim().strip_prefix("version = \"")) {
+                return Ok(v.trim_end_matches('"').to_string());
+            }
+        }
+    }
+    Err(format!("{krate} is not in Cargo.lock"))
+}
