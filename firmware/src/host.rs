@@ -1,0 +1,65 @@
+//! Files on the debug host over ARM semihosting (SYS_OPEN / SYS_WRITE / SYS_CLOSE).
+//!
+//! QEMU resolves relative names against its working directory; `cargo xtask firmware`
+//! starts QEMU in `target/firmware-out/`, so `snap-000.bin` lands there.
+
+use cortex_m_semihosting::{nr, syscall};
+
+/// Why a semihosting file operation failed (the host's answer was -1).
+#[derive(Debug, Clone, Copy)]
+pub enum HostError {
+    Open,
+    Write,
+    Close,
+}
+
+/// A host file opened for binary writing (truncated).
+pub struct HostFile {
+    fd: usize,
+}
+
+impl HostFile {
+    /// `name` must end in a NUL byte (semihosting passes a C string plus its length).
+    pub fn create(name: &[u8]) -> Result<Self, HostError> {
+        let Some((&0, text)) = name.split_last() else { return Err(HostError::Open) };
+        // SAFETY: SYS_OPEN reads `text.len()` bytes at the pointer; the NUL follows them.
+        let fd = unsafe { syscall!(OPEN, text.as_ptr(), nr::open::W_TRUNC_BINARY, text.len()) };
+        if fd as isize == -1 {
+            return Err(HostError::Open);
+        }
+        Ok(HostFile { fd })
+    }
+
+    /// Write all of `bytes` (SYS_WRITE returns the count *not* written).
+    pub fn write_all(&mut self, mut bytes: &[u8]) -> Result<(), HostError> {
+        while !bytes.is_empty() {
+            // SAFETY: the host reads `bytes.len()` bytes from a live slice.
+            let left = unsafe { syscall!(WRITE, self.fd, bytes.as_ptr(), bytes.len()) };
+            if left == 0 {
+                return Ok(());
+            }
+            if left > bytes.len() {
+                return Err(HostError::Write);
+            }
+            bytes = &bytes[bytes.len() - left..];
+        }
+        Ok(())
+    }
+
+    pub fn close(self) -> Result<(), HostError> {
+        // SAFETY: closes the descriptor SYS_OPEN gave us, once (self is consumed).
+        match unsafe { syscall!(CLOSE, self.fd) } {
+            0 => Ok(()),
+            _ => Err(HostError::Close),
+        }
+    }
+}
+
+/// `snap-NNN.bin\0` for snapshot number `n` (0..=999), without formatting machinery.
+pub fn snapshot_name(n: u32) -> [u8; 13] {
+    let mut name = *b"snap-000.bin\0";
+    name[5] = b'0' + (n / 100 % 10) as u8;
+    name[6] = b'0' + (n / 10 % 10) as u8;
+    name[7] = b'0' + (n % 10) as u8;
+    name
+}
