@@ -21,7 +21,9 @@ pub struct HostFile {
 impl HostFile {
     /// `name` must end in a NUL byte (semihosting passes a C string plus its length).
     pub fn create(name: &[u8]) -> Result<Self, HostError> {
-        let Some((&0, text)) = name.split_last() else { return Err(HostError::Open) };
+        let Some((&0, text)) = name.split_last() else {
+            return Err(HostError::Open);
+        };
         // SAFETY: SYS_OPEN reads `text.len()` bytes at the pointer; the NUL follows them.
         let fd = unsafe { syscall!(OPEN, text.as_ptr(), nr::open::W_TRUNC_BINARY, text.len()) };
         if fd as isize == -1 {

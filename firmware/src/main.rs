@@ -47,7 +47,13 @@ fn main() -> ! {
         router.handle_message();
         if n % DUMP_EVERY == 0 {
             match dump_snapshot(written) {
-                Ok(len) => hprintln!("snapshot {} after {} messages: {} bytes, heap used {}", written, n, len, HEAP.used()),
+                Ok(len) => hprintln!(
+                    "snapshot {} after {} messages: {} bytes, heap used {}",
+                    written,
+                    n,
+                    len,
+                    HEAP.used()
+                ),
                 Err(e) => {
                     hprintln!("snapshot {} failed: {:?}", written, e);
                     exit(false);

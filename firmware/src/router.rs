@@ -102,7 +102,11 @@ pub fn alloc_rx_ring() -> Box<[u8]> {
 pub fn alloc_route_table() -> Vec<Route> {
     let mut routes = Vec::with_capacity(ROUTES);
     for i in 0..ROUTES {
-        routes.push(Route { dest: i as u16 * 7, port: (i % 4) as u8, hits: 0 });
+        routes.push(Route {
+            dest: i as u16 * 7,
+            port: (i % 4) as u8,
+            hits: 0,
+        });
     }
     routes
 }
@@ -142,7 +146,11 @@ pub fn decode_message(frame: &[u8]) -> Option<Message> {
         2 => Kind::Ping,
         _ => return None,
     };
-    Some(Message { dest: u16::from_le_bytes([lo, hi]), kind, payload: parse_payload(payload) })
+    Some(Message {
+        dest: u16::from_le_bytes([lo, hi]),
+        kind,
+        payload: parse_payload(payload),
+    })
 }
 
 /// Unescape the payload into its own buffer.

@@ -1,7 +1,395 @@
-//! `cargo xtask demo`: the main job end to end.
+//! `cargo xtask demo`: the main job end to end. Firmware in QEMU → snapshots →
+//! `heapsnap convert --elf` → pprof files → the viewer, served on 127.0.0.1 with the
+//! firmware's profile preloaded.
 
-use crate::tools::Res;
+use crate::tools::{self, step, Res};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
-pub fn run(_args: &[String]) -> Res {
-    Err("demo not implemented yet".into())
+/// Port tried first when `--port` is not given (the next few are tried if it is busy).
+const DEFAULT_PORT: u16 = 8787;
+
+struct Opts {
+    serve: bool,
+    port: Option<u16>,
+}
+
+fn parse(args: &[String]) -> Res<Opts> {
+    let mut opts = Opts {
+        serve: true,
+        port: None,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--no-serve" => opts.serve = false,
+            "--port" => {
+                let v = it.next().ok_or("`--port` needs a number")?;
+                opts.port = Some(
+                    v.parse()
+                        .map_err(|_| format!("`--port {v}`: not a port number (1-65535)"))?,
+                );
+            }
+            other => {
+                return Err(format!(
+                    "demo: unknown option `{other}` (options: --no-serve, --port N)"
+                ))
+            }
+        }
+    }
+    if opts.port == Some(0) {
+        return Err("`--port 0`: not a port number (1-65535)".into());
+    }
+    Ok(opts)
+}
+
+pub fn run(args: &[String]) -> Res {
+    let opts = parse(args)?;
+    let input = profile_input()?;
+
+    step("building heapsnap (host-cli, release)");
+    let heapsnap = build_heapsnap()?;
+
+    step("converting snapshots to pprof");
+    let out = crate::firmware::out_dir();
+    let mut profiles = Vec::new();
+    for snap in &input.snapshots {
+        let pb = snap.with_extension("pb.gz");
+        let mut c = Command::new(&heapsnap);
+        c.arg("convert");
+        if let Some(elf) = &input.elf {
+            c.arg("--elf").arg(elf);
+        }
+        c.arg(snap).arg("-o").arg(&pb);
+        tools::run(&mut c)?;
+        profiles.push(pb);
+    }
+    let (first, last) = match (input.snapshots.first(), input.snapshots.last()) {
+        (Some(f), Some(l)) => (f, l),
+        _ => return Err("no snapshots to convert".into()),
+    };
+    let latest = profiles.last().cloned().ok_or("no profiles")?;
+
+    step(&format!(
+        "what grew between the first and the last snapshot ({} → {})",
+        name(first),
+        name(last)
+    ));
+    let mut c = Command::new(&heapsnap);
+    c.arg("diff");
+    if let Some(elf) = &input.elf {
+        c.arg("--elf").arg(elf);
+    }
+    c.arg(first).arg(last);
+    tools::run(&mut c)?;
+
+    if !opts.serve {
+        println!(
+            "\n{} profile(s) of the {} (pprof, gzipped):",
+            profiles.len(),
+            input.what
+        );
+        for p in &profiles {
+            println!("  {}", p.display());
+        }
+        println!(
+            "open one with `go tool pprof -http=: {}` or drop it on the viewer (www/index.html)",
+            latest.display()
+        );
+        let _ = out;
+        return Ok(());
+    }
+
+    step("building the viewer");
+    let www = crate::viewer::build(true)?;
+    let demo_dir = www.join("demo");
+    std::fs::create_dir_all(&demo_dir).map_err(|e| format!("{}: {e}", demo_dir.display()))?;
+    let served = demo_dir.join(PROFILE_NAME);
+    std::fs::copy(&latest, &served)
+        .map_err(|e| format!("copying {} to {}: {e}", latest.display(), served.display()))?;
+
+    step("serving the viewer");
+    let listener = bind(opts.port)?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    println!(
+        "\nThe {}'s heap profile ({}), open in the flame graph:",
+        input.what,
+        name(last)
+    );
+    println!("  {}", demo_url(port));
+    println!("(serving {} on 127.0.0.1:{port}; Ctrl-C to stop)", www.display());
+    serve(listener, &www)
+}
+
+/// Name the served profile has under `www/demo/`.
+pub const PROFILE_NAME: &str = "firmware.pb.gz";
+
+/// The URL that opens the viewer straight into the demo profile (the viewer's preload
+/// parameter names a path relative to `www/`).
+pub fn demo_url(port: u16) -> String {
+    format!("http://127.0.0.1:{port}/?profile=demo/{PROFILE_NAME}")
+}
+
+/// What gets profiled: the firmware in QEMU, or (where QEMU cannot run) the host workload.
+struct Input {
+    what: &'static str,
+    snapshots: Vec<PathBuf>,
+    elf: Option<PathBuf>,
+}
+
+fn profile_input() -> Res<Input> {
+    let qemu = tools::ensure_targets(&[crate::firmware::TARGET]).and_then(|()| crate::firmware::ensure_qemu());
+    match qemu {
+        Ok(()) => {
+            step("firmware in QEMU");
+            let snapshots = crate::firmware::build_and_run()?;
+            Ok(Input {
+                what: "firmware",
+                snapshots,
+                elf: Some(crate::firmware::elf_path()),
+            })
+        }
+        Err(why) => {
+            eprintln!("\n    QEMU cannot run here ({why});");
+            eprintln!("    falling back to the host workload (sampler-core's `host_workload` example).");
+            host_workload()
+        }
+    }
+}
+
+/// The fallback: sampler-core's `host_workload` example writes snapshots of a host
+/// program into the out dir (symbols come from the example's own binary).
+fn host_workload() -> Res<Input> {
+    step("host workload (fallback)");
+    let out = crate::firmware::out_dir().join("host");
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    for old in crate::firmware::snapshots_in(&out)? {
+        std::fs::remove_file(&old).map_err(|e| format!("{}: {e}", old.display()))?;
+    }
+    let mut c = tools::cargo();
+    c.args([
+        "run",
+        "--release",
+        "-p",
+        "sampler-core",
+        "--features",
+        "std",
+        "--example",
+        "host_workload",
+        "--",
+    ])
+    .arg(&out);
+    tools::run(&mut c)?;
+    let snapshots = crate::firmware::snapshots_in(&out)?;
+    if snapshots.is_empty() {
+        return Err(format!("the host workload wrote no snap-*.bin into {}", out.display()));
+    }
+    let elf = target_dir().join("release/examples/host_workload");
+    Ok(Input {
+        what: "host workload",
+        snapshots,
+        elf: elf.is_file().then_some(elf),
+    })
+}
+
+/// `cargo build --release -p host-cli --bin heapsnap`; returns the binary's path.
+fn build_heapsnap() -> Res<PathBuf> {
+    let mut c = tools::cargo();
+    c.args(["build", "--release", "-p", "host-cli", "--bin", "heapsnap"]);
+    tools::run(&mut c)?;
+    let bin = target_dir().join("release/heapsnap");
+    if bin.is_file() {
+        Ok(bin)
+    } else {
+        Err(format!("cargo built heapsnap but {} is missing", bin.display()))
+    }
+}
+
+/// The workspace's cargo target dir (CARGO_TARGET_DIR if set, else `target/`).
+pub fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(d) => tools::root().join(d),
+        None => tools::root().join("target"),
+    }
+}
+
+fn name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Bind 127.0.0.1: the given port, or the first free one from [`DEFAULT_PORT`].
+fn bind(port: Option<u16>) -> Res<TcpListener> {
+    if let Some(p) = port {
+        return TcpListener::bind(("127.0.0.1", p))
+            .map_err(|e| format!("cannot listen on 127.0.0.1:{p}: {e} (choose another with --port N)"));
+    }
+    let mut last = None;
+    for p in DEFAULT_PORT..DEFAULT_PORT + 20 {
+        match TcpListener::bind(("127.0.0.1", p)) {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(format!(
+        "no free port in 127.0.0.1:{DEFAULT_PORT}-{} ({}); choose one with --port N",
+        DEFAULT_PORT + 19,
+        last.map(|e| e.to_string()).unwrap_or_default()
+    ))
+}
+
+/// A small static file server for `root` (GET and HEAD, one thread per connection).
+/// Only files under `root` are served; `..` and absolute paths are refused.
+pub fn serve(listener: TcpListener, root: &Path) -> Res {
+    for conn in listener.incoming() {
+        let Ok(stream) = conn else { continue };
+        let root = root.to_path_buf();
+        std::thread::spawn(move || {
+            let _ = handle(stream, &root);
+        });
+    }
+    Ok(())
+}
+
+fn handle(mut stream: TcpStream, root: &Path) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut request = String::new();
+    // The request line, then headers up to the blank line (bounded: 64 lines).
+    reader.by_ref().take(8192).read_line(&mut request)?;
+    for _ in 0..64 {
+        let mut h = String::new();
+        if reader.by_ref().take(8192).read_line(&mut h)? == 0 || h.trim().is_empty() {
+            break;
+        }
+    }
+    let mut parts = request.split_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    if method != "GET" && method != "HEAD" {
+        return respond(
+            &mut stream,
+            "405 Method Not Allowed",
+            "text/plain",
+            b"only GET and HEAD\n",
+            true,
+        );
+    }
+    let Some(file) = resolve(root, target) else {
+        return respond(
+            &mut stream,
+            "404 Not Found",
+            "text/plain",
+            b"not found\n",
+            method == "GET",
+        );
+    };
+    match std::fs::read(&file) {
+        Ok(body) => respond(&mut stream, "200 OK", mime(&file), &body, method == "GET"),
+        Err(_) => respond(
+            &mut stream,
+            "404 Not Found",
+            "text/plain",
+            b"not found\n",
+            method == "GET",
+        ),
+    }
+}
+
+/// Map a request target (`/a/b?query`) to a file under `root`; `/` and directories
+/// map to their `index.html`. `None` for anything outside `root` or missing.
+fn resolve(root: &Path, target: &str) -> Option<PathBuf> {
+    let path = target.split(['?', '#']).next()?;
+    let mut file = root.to_path_buf();
+    for seg in path.split('/').filter(|s| !s.is_empty()) {
+        let seg = percent_decode(seg)?;
+        if seg == "." || seg == ".." || seg.contains(['/', '\\', '\0']) {
+            return None;
+        }
+        file.push(seg);
+    }
+    if file.is_dir() {
+        file.push("index.html");
+    }
+    file.is_file().then_some(file)
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Content type by extension; `application/wasm` matters (streaming compilation).
+fn mime(p: &Path) -> &'static str {
+    match p.extension().and_then(|e| e.to_str()).unwrap_or("") {
+        "html" | "htm" => "text/html; charset=utf-8",
+        "js" | "mjs" => "text/javascript; charset=utf-8",
+        "css" => "text/css; charset=utf-8",
+        "wasm" => "application/wasm",
+        "json" | "map" => "application/json",
+        "svg" => "image/svg+xml",
+        "png" => "image/png",
+        "ico" => "image/x-icon",
+        "txt" | "md" => "text/plain; charset=utf-8",
+        // .pb.gz is a gzipped protobuf the viewer decompresses itself: serve it as bytes,
+        // never with Content-Encoding (the browser would unpack it behind the viewer's back).
+        _ => "application/octet-stream",
+    }
+}
+
+fn respond(stream: &mut TcpStream, status: &str, ctype: &str, body: &[u8], with_body: bool) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes())?;
+    if with_body {
+        stream.write_all(body)?;
+    }
+    stream.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolve_refuses_escapes_and_maps_directories() {
+        let root = tools::root().join("xtask");
+        assert_eq!(resolve(&root, "/src/main.rs?x=1"), Some(root.join("src/main.rs")));
+        assert_eq!(resolve(&root, "/src/%6Dain.rs"), Some(root.join("src/main.rs")));
+        assert_eq!(resolve(&root, "/../Cargo.toml"), None);
+        assert_eq!(resolve(&root, "/src/%2e%2e/Cargo.toml"), None);
+        assert_eq!(resolve(&root, "/src/..%2fCargo.toml"), None);
+        assert_eq!(resolve(&root, "/missing"), None);
+    }
+
+    #[test]
+    fn wasm_is_served_as_application_wasm() {
+        assert_eq!(mime(Path::new("pkg/viewer_bg.wasm")), "application/wasm");
+        assert_eq!(mime(Path::new("pkg/viewer.js")), "text/javascript; charset=utf-8");
+        assert_eq!(mime(Path::new("demo/firmware.pb.gz")), "application/octet-stream");
+    }
+
+    #[test]
+    fn options_are_checked() {
+        assert!(parse(&["--port".into(), "99999".into()]).is_err());
+        assert!(parse(&["--bogus".into()]).is_err());
+        let o = parse(&["--no-serve".into(), "--port".into(), "9000".into()]).unwrap();
+        assert!(!o.serve && o.port == Some(9000));
+    }
 }

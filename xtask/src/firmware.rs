@@ -1,18 +1,199 @@
-//! Firmware (thumbv7m, QEMU lm3s6965evb) and device-side checks of sampler-core.
+//! `cargo xtask firmware`: build the Cortex-M3 firmware (`firmware/`, its own workspace,
+//! target thumbv7m-none-eabi), run it in QEMU (`lm3s6965evb`) and collect the snapshots
+//! it writes over semihosting, plus a copy of the ELF that symbolizes them.
 
 use crate::tools::{self, Res};
-use std::path::PathBuf;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-pub fn run(_args: &[String]) -> Res {
-    build_and_run().map(|_| ())
+/// The firmware's target (QEMU's lm3s6965evb is a Cortex-M3).
+pub const TARGET: &str = "thumbv7m-none-eabi";
+/// QEMU is killed after this long; the firmware normally finishes in a few seconds.
+const QEMU_TIMEOUT: Duration = Duration::from_secs(60);
+/// Name of the ELF copy in [`out_dir`].
+pub const ELF_NAME: &str = "heapsnap-firmware.elf";
+/// Name of the QEMU console log in [`out_dir`].
+pub const LOG_NAME: &str = "qemu.log";
+
+pub fn run(args: &[String]) -> Res {
+    if let Some(a) = args.first() {
+        return Err(format!("`firmware` takes no arguments (got `{a}`)"));
+    }
+    let snaps = build_and_run()?;
+    println!("firmware snapshots ({}):", snaps.len());
+    for s in &snaps {
+        println!("  {}", s.display());
+    }
+    println!("firmware ELF: {}", elf_path().display());
+    Ok(())
 }
 
-/// Where the firmware run writes its snapshots and ELF copy.
+/// Where the firmware run writes its snapshots, its console log and the ELF copy.
 pub fn out_dir() -> PathBuf {
     tools::root().join("target/firmware-out")
 }
 
+/// The ELF copied next to the snapshots (symbols and DWARF for `heapsnap convert --elf`).
+pub fn elf_path() -> PathBuf {
+    out_dir().join(ELF_NAME)
+}
+
+/// Is QEMU usable here (installed, or installable with apt)? `Err` says why not.
+pub fn ensure_qemu() -> Res {
+    tools::ensure_apt(&[("qemu-system-arm", "qemu-system-arm")])
+}
+
 /// Build the firmware, run it in QEMU, return the snapshot paths in order.
 pub fn build_and_run() -> Res<Vec<PathBuf>> {
-    Err("firmware run not implemented yet".into())
+    tools::ensure_targets(&[TARGET])?;
+    ensure_qemu()?;
+    let elf = build()?;
+    let out = out_dir();
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    for old in snapshots_in(&out)? {
+        std::fs::remove_file(&old).map_err(|e| format!("{}: {e}", old.display()))?;
+    }
+    std::fs::copy(&elf, elf_path())
+        .map_err(|e| format!("copying {} to {}: {e}", elf.display(), elf_path().display()))?;
+    run_qemu(&elf_path(), &out)?;
+    let snaps = snapshots_in(&out)?;
+    if snaps.len() < 2 {
+        return Err(format!(
+            "the firmware wrote {} snapshot(s) into {} (expected several); see {}",
+            snaps.len(),
+            out.display(),
+            out.join(LOG_NAME).display()
+        ));
+    }
+    Ok(snaps)
+}
+
+/// `cargo build --release` inside `firmware/`, so its `.cargo/config.toml` (target,
+/// frame pointers, linker script) applies. Returns the ELF path.
+fn build() -> Res<PathBuf> {
+    let dir = tools::root().join("firmware");
+    let target_dir = dir.join("target");
+    let mut c = tools::cargo();
+    c.current_dir(&dir)
+        .args(["build", "--release", "--locked", "--target-dir"])
+        .arg(&target_dir)
+        // Flags from the environment would replace the config's rustflags and drop the
+        // frame pointers the stack walker needs.
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET");
+    tools::run(&mut c)?;
+    let elf = target_dir.join(TARGET).join("release/heapsnap-firmware");
+    if !elf.is_file() {
+        return Err(format!("cargo built the firmware but {} is missing", elf.display()));
+    }
+    Ok(elf)
+}
+
+/// Run the ELF in QEMU with `cwd` as working directory (semihosting file names are
+/// relative to it); echo and log its console; kill it after [`QEMU_TIMEOUT`].
+fn run_qemu(elf: &Path, cwd: &Path) -> Res {
+    let log_path = cwd.join(LOG_NAME);
+    let mut log = std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let mut c = Command::new("qemu-system-arm");
+    c.args(["-cpu", "cortex-m3", "-machine", "lm3s6965evb", "-nographic"])
+        .args(["-semihosting-config", "enable=on,target=native", "-kernel"])
+        .arg(elf)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    eprintln!(
+        "    $ (cd {} && qemu-system-arm … -kernel {})",
+        cwd.display(),
+        elf.display()
+    );
+    let mut child = c.spawn().map_err(|e| format!("cannot start qemu-system-arm: {e}"))?;
+    // Echo the console as it comes (stdout and stderr merged into the log in order of arrival).
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let mut readers = Vec::new();
+    for stream in [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let tx = tx.clone();
+        readers.push(std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        }));
+    }
+    drop(tx);
+    let started = Instant::now();
+    let status = loop {
+        while let Ok(line) = rx.try_recv() {
+            eprintln!("    qemu| {line}");
+            let _ = writeln!(log, "{line}");
+        }
+        match child
+            .try_wait()
+            .map_err(|e| format!("waiting for qemu-system-arm: {e}"))?
+        {
+            Some(status) => break status,
+            None if started.elapsed() > QEMU_TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "QEMU did not exit within {} s (killed); the firmware hung or never reached \
+                     its semihosting exit; console log: {}",
+                    QEMU_TIMEOUT.as_secs(),
+                    log_path.display()
+                ));
+            }
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
+    for r in readers {
+        let _ = r.join();
+    }
+    for line in rx.try_iter() {
+        eprintln!("    qemu| {line}");
+        let _ = writeln!(log, "{line}");
+    }
+    if !status.success() {
+        return Err(format!(
+            "the firmware failed in QEMU ({status}); console log: {}",
+            log_path.display()
+        ));
+    }
+    eprintln!(
+        "    firmware finished in QEMU in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// `snap-*.bin` in `dir`, sorted by name (= by time of writing).
+pub fn snapshots_in(dir: &Path) -> Res<Vec<PathBuf>> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(Vec::new());
+    };
+    let mut snaps: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("snap-") && n.ends_with(".bin"))
+        })
+        .collect();
+    snaps.sort();
+    Ok(snaps)
 }
