@@ -1,7 +1,86 @@
 //! The host-side profile model (pprof's `profile.proto`), shared by `heapsnap` and the
-//! browser viewer. Split as google/pprof's `profile/` package: model (`proto`), codec,
-//! validation, operations.
+//! browser viewer. Split as google/pprof's `profile/` package: model (`proto`), codec
+//! (`codec`), validation (`validate`), and operations (`builder`, `merge`: diff).
 
+mod builder;
+mod codec;
+mod error;
+mod merge;
 pub mod proto;
+mod validate;
 
+pub use builder::Builder;
+pub use codec::{decode, decode_with_limit, encode, inflate, is_gzip, DEFAULT_MAX_INFLATED};
+pub use error::{Invalid, ProfileError};
+pub use merge::{diff, merge, DIFF_BASE_LABEL};
 pub use proto::*;
+
+impl Profile {
+    /// The string at a string-table index; "" when out of range (a validated profile
+    /// has none of those), so display code never panics.
+    pub fn str(&self, index: i64) -> &str {
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| self.string_table.get(i))
+            .map_or("", String::as_str)
+    }
+
+    /// `(type, unit)` of every sample type, e.g. `("inuse_space", "bytes")`.
+    pub fn sample_types(&self) -> Vec<(&str, &str)> {
+        self.sample_type
+            .iter()
+            .map(|t| (self.str(t.r#type), self.str(t.unit)))
+            .collect()
+    }
+
+    /// The sample index pprof shows when none is asked for: `default_sample_type` if it
+    /// names one of the sample types, else the last one (pprof's rule). 0 for a profile
+    /// without sample types.
+    pub fn default_sample_index(&self) -> usize {
+        let dst = self.str(self.default_sample_type);
+        if !dst.is_empty() {
+            if let Some(i) = self
+                .sample_type
+                .iter()
+                .position(|t| self.str(t.r#type) == dst)
+            {
+                return i;
+            }
+        }
+        self.sample_type.len().saturating_sub(1)
+    }
+
+    /// Resolves a `-sample_index` argument as pprof does: empty = the default, a number
+    /// = that index, else a sample type name (an `inuse_` prefix may be left off or added
+    /// for legacy profiles with types `space`/`objects`).
+    pub fn sample_index(&self, name: &str) -> Result<usize, String> {
+        let names: Vec<&str> = self
+            .sample_type
+            .iter()
+            .map(|t| self.str(t.r#type))
+            .collect();
+        if name.is_empty() {
+            return Ok(self.default_sample_index());
+        }
+        if let Ok(i) = name.parse::<i64>() {
+            return if i >= 0 && (i as u64) < names.len() as u64 {
+                Ok(i as usize)
+            } else {
+                Err(format!(
+                    "sample index {name} is outside the range [0..{}]",
+                    names.len() as i64 - 1
+                ))
+            };
+        }
+        let no_inuse = name.strip_prefix("inuse_").unwrap_or(name);
+        names
+            .iter()
+            .position(|&t| t == name || t == no_inuse)
+            .ok_or_else(|| format!("sample index {name:?} must be one of: {}", names.join(", ")))
+    }
+
+    /// The comments (pprof `comment` strings), in order.
+    pub fn comments(&self) -> Vec<&str> {
+        self.comment.iter().map(|&c| self.str(c)).collect()
+    }
+}

@@ -1,0 +1,249 @@
+//! Building a profile with interned strings and deduplicated functions, mappings,
+//! locations and samples. One builder serves snapshot conversion and profile merging
+//! (diff), so both produce the same, deterministic id assignment.
+
+use super::{Function, Label, Line, Location, Mapping, Profile, Sample, ValueType};
+use std::collections::HashMap;
+
+/// Incrementally builds a valid [`Profile`]. Ids are assigned 1, 2, … in insertion
+/// order, so the same inputs in the same order give the same bytes.
+#[derive(Debug)]
+pub struct Builder {
+    p: Profile,
+    strings: HashMap<String, i64>,
+    functions: HashMap<(i64, i64, i64, i64), u64>,
+    mappings: HashMap<(u64, u64, i64), u64>,
+    mapping_start: HashMap<u64, u64>,
+    locations: HashMap<(u64, u64, Vec<Line>, bool), u64>,
+    samples: HashMap<(Vec<u64>, Vec<Label>), usize>,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Builder {
+    /// An empty profile whose string table starts with "".
+    pub fn new() -> Self {
+        let mut b = Builder {
+            p: Profile::default(),
+            strings: HashMap::new(),
+            functions: HashMap::new(),
+            mappings: HashMap::new(),
+            mapping_start: HashMap::new(),
+            locations: HashMap::new(),
+            samples: HashMap::new(),
+        };
+        b.string("");
+        b
+    }
+
+    /// Interns a string; returns its string-table index.
+    pub fn string(&mut self, s: &str) -> i64 {
+        if let Some(&i) = self.strings.get(s) {
+            return i;
+        }
+        let i = self.p.string_table.len() as i64;
+        self.p.string_table.push(s.to_owned());
+        self.strings.insert(s.to_owned(), i);
+        i
+    }
+
+    /// A `(type, unit)` pair.
+    pub fn value_type(&mut self, ty: &str, unit: &str) -> ValueType {
+        ValueType {
+            r#type: self.string(ty),
+            unit: self.string(unit),
+        }
+    }
+
+    /// Appends a sample type (order = value order of every sample).
+    pub fn sample_type(&mut self, ty: &str, unit: &str) {
+        let vt = self.value_type(ty, unit);
+        self.p.sample_type.push(vt);
+    }
+
+    /// Sets the period type and period.
+    pub fn period(&mut self, ty: &str, unit: &str, period: i64) {
+        self.p.period_type = Some(self.value_type(ty, unit));
+        self.p.period = period;
+    }
+
+    /// Sets the default sample type by name.
+    pub fn default_sample_type(&mut self, ty: &str) {
+        self.p.default_sample_type = self.string(ty);
+    }
+
+    /// Appends a comment (once: repeated comments are dropped, as pprof's merge does).
+    pub fn comment(&mut self, c: &str) {
+        let i = self.string(c);
+        if !self.p.comment.contains(&i) {
+            self.p.comment.push(i);
+        }
+    }
+
+    /// Access to the header fields the builder has no helper for (time, duration,
+    /// drop/keep frames).
+    pub fn header_mut(&mut self) -> &mut Profile {
+        &mut self.p
+    }
+
+    /// A function, deduplicated by (name, system name, file, start line).
+    pub fn function(
+        &mut self,
+        name: &str,
+        system_name: &str,
+        filename: &str,
+        start_line: i64,
+    ) -> u64 {
+        let key = (
+            self.string(name),
+            self.string(system_name),
+            self.string(filename),
+            start_line,
+        );
+        if let Some(&id) = self.functions.get(&key) {
+            return id;
+        }
+        let id = self.p.function.len() as u64 + 1;
+        self.p.function.push(Function {
+            id,
+            name: key.0,
+            system_name: key.1,
+            filename: key.2,
+            start_line,
+        });
+        self.functions.insert(key, id);
+        id
+    }
+
+    /// A mapping, deduplicated as pprof's merge does (size rounded up to 4 KiB, file
+    /// offset, and build id or else file name). `m.filename`/`m.build_id` are ignored:
+    /// the strings are passed instead. Returns the id and the start address of the
+    /// mapping that was kept (to relocate addresses into it).
+    pub fn mapping(&mut self, m: &Mapping, filename: &str, build_id: &str) -> (u64, u64) {
+        let size = m
+            .memory_limit
+            .wrapping_sub(m.memory_start)
+            .wrapping_add(0xfff)
+            & !0xfff;
+        let key_str = if !build_id.is_empty() {
+            build_id
+        } else {
+            filename
+        };
+        let key = (size, m.file_offset, self.string(key_str));
+        if let Some(&id) = self.mappings.get(&key) {
+            return (id, self.mapping_start[&id]);
+        }
+        let id = self.p.mapping.len() as u64 + 1;
+        let filename = self.string(filename);
+        let build_id = self.string(build_id);
+        self.p.mapping.push(Mapping {
+            id,
+            filename,
+            build_id,
+            ..*m
+        });
+        self.mappings.insert(key, id);
+        self.mapping_start.insert(id, m.memory_start);
+        (id, m.memory_start)
+    }
+
+    /// Replaces the symbolization flags of a mapping (set once everything about it is
+    /// known).
+    pub fn mapping_flags(
+        &mut self,
+        id: u64,
+        functions: bool,
+        filenames: bool,
+        line_numbers: bool,
+        inline_frames: bool,
+    ) {
+        if let Some(m) = self.p.mapping.iter_mut().find(|m| m.id == id) {
+            m.has_functions = functions;
+            m.has_filenames = filenames;
+            m.has_line_numbers = line_numbers;
+            m.has_inline_frames = inline_frames;
+        }
+    }
+
+    /// A location, deduplicated by (mapping, address relative to the mapping, lines,
+    /// folded). `lines` are innermost first; `function_id`s must come from
+    /// [`Builder::function`]; `mapping_id` 0 = no mapping.
+    pub fn location(
+        &mut self,
+        mapping_id: u64,
+        address: u64,
+        line: Vec<Line>,
+        is_folded: bool,
+    ) -> u64 {
+        let start = self.mapping_start.get(&mapping_id).copied().unwrap_or(0);
+        let key = (mapping_id, address.wrapping_sub(start), line, is_folded);
+        if let Some(&id) = self.locations.get(&key) {
+            return id;
+        }
+        let id = self.p.location.len() as u64 + 1;
+        self.p.location.push(Location {
+            id,
+            mapping_id,
+            address,
+            line: key.2.clone(),
+            is_folded,
+        });
+        self.locations.insert(key, id);
+        id
+    }
+
+    /// Adds a sample; samples with the same stack and labels are merged by summing
+    /// their values. Labels are kept in the order given but compared as a set.
+    pub fn sample(&mut self, location_id: Vec<u64>, value: Vec<i64>, label: Vec<Label>) {
+        let mut sorted = label.clone();
+        sorted.sort_by_key(|l| (l.key, l.str, l.num, l.num_unit));
+        let key = (location_id, sorted);
+        if let Some(&i) = self.samples.get(&key) {
+            let s = &mut self.p.sample[i];
+            for (a, b) in s.value.iter_mut().zip(&value) {
+                *a = a.wrapping_add(*b);
+            }
+            return;
+        }
+        self.samples.insert(key.clone(), self.p.sample.len());
+        self.p.sample.push(Sample {
+            location_id: key.0,
+            value,
+            label,
+        });
+    }
+
+    /// A numeric label (e.g. `bytes` = object size).
+    pub fn num_label(&mut self, key: &str, num: i64, unit: &str) -> Label {
+        Label {
+            key: self.string(key),
+            str: 0,
+            num,
+            num_unit: if unit.is_empty() {
+                0
+            } else {
+                self.string(unit)
+            },
+        }
+    }
+
+    /// A string label.
+    pub fn str_label(&mut self, key: &str, value: &str) -> Label {
+        Label {
+            key: self.string(key),
+            str: self.string(value),
+            num: 0,
+            num_unit: 0,
+        }
+    }
+
+    /// The finished profile (valid by construction).
+    pub fn finish(self) -> Profile {
+        self.p
+    }
+}

@@ -1,0 +1,180 @@
+//! Combining profiles: pprof's `Merge`, and `diff` = pprof's `-diff_base`.
+
+use super::{Builder, Line, Profile, ProfileError};
+
+/// The label pprof puts on the (negated) base samples of a diff; `go tool pprof` then
+/// computes percentages against the base total.
+pub const DIFF_BASE_LABEL: (&str, &str) = ("pprof::base", "true");
+
+/// NEW − BASE per stack, exactly as `go tool pprof -diff_base BASE NEW` builds it: the
+/// base's values are negated and labelled `pprof::base=true`, then merged with NEW.
+/// `go tool pprof -top diff.pb.gz` prints what `-diff_base` would, and the viewer reads
+/// it like any profile (positive = grew, negative = shrank).
+pub fn diff(base: &Profile, new: &Profile) -> Result<Profile, ProfileError> {
+    let mut b = base.clone();
+    let key = push_str(&mut b, DIFF_BASE_LABEL.0);
+    let val = push_str(&mut b, DIFF_BASE_LABEL.1);
+    for s in &mut b.sample {
+        for v in &mut s.value {
+            *v = v.wrapping_neg();
+        }
+        s.label.retain(|l| l.key != key);
+        s.label.push(super::Label {
+            key,
+            str: val,
+            num: 0,
+            num_unit: 0,
+        });
+    }
+    merge(&[new, &b])
+}
+
+fn push_str(p: &mut Profile, s: &str) -> i64 {
+    if let Some(i) = p.string_table.iter().position(|x| x == s) {
+        return i as i64;
+    }
+    p.string_table.push(s.to_owned());
+    p.string_table.len() as i64 - 1
+}
+
+/// Merges profiles with the same sample types and period type into one (pprof's
+/// `profile.Merge`): functions, mappings and locations are deduplicated, samples with
+/// the same stack and labels are summed, all-zero samples are dropped; header fields
+/// combine as pprof does (earliest time, summed duration, largest period, unique
+/// comments in order, the first default sample type).
+pub fn merge(srcs: &[&Profile]) -> Result<Profile, ProfileError> {
+    let Some(first) = srcs.first() else {
+        return Err(ProfileError::Incompatible("no profiles to merge".into()));
+    };
+    for p in &srcs[1..] {
+        compatible(first, p)?;
+    }
+    let mut b = Builder::new();
+    for t in &first.sample_type {
+        b.sample_type(first.str(t.r#type), first.str(t.unit));
+    }
+    let (mut time, mut duration, mut period) = (0i64, 0i64, 0i64);
+    for p in srcs {
+        if time == 0 || p.time_nanos < time {
+            time = p.time_nanos;
+        }
+        duration = duration.wrapping_add(p.duration_nanos);
+        period = period.max(p.period);
+        for c in p.comments() {
+            b.comment(c);
+        }
+    }
+    if let Some(pt) = &first.period_type {
+        b.period(first.str(pt.r#type), first.str(pt.unit), period);
+    } else {
+        b.header_mut().period = period;
+    }
+    if let Some(p) = srcs
+        .iter()
+        .find(|p| !p.str(p.default_sample_type).is_empty())
+    {
+        b.default_sample_type(p.str(p.default_sample_type));
+    }
+    {
+        let drop = b.string(first.str(first.drop_frames));
+        let keep = b.string(first.str(first.keep_frames));
+        let doc = srcs
+            .iter()
+            .map(|p| p.str(p.doc_url))
+            .find(|s| !s.is_empty())
+            .unwrap_or("");
+        let doc = b.string(doc);
+        let h = b.header_mut();
+        h.drop_frames = drop;
+        h.keep_frames = keep;
+        h.doc_url = doc;
+        h.time_nanos = time;
+        h.duration_nanos = duration;
+    }
+
+    for p in srcs {
+        add(&mut b, p);
+    }
+    Ok(b.finish())
+}
+
+/// Adds every non-zero sample of `p` (with what it refers to) to the builder.
+fn add(b: &mut Builder, p: &Profile) {
+    use std::collections::HashMap;
+    let mut mappings: HashMap<u64, (u64, i64)> = HashMap::new();
+    for m in &p.mapping {
+        let (id, start) = b.mapping(m, p.str(m.filename), p.str(m.build_id));
+        mappings.insert(m.id, (id, start.wrapping_sub(m.memory_start) as i64));
+    }
+    let mut functions: HashMap<u64, u64> = HashMap::new();
+    for f in &p.function {
+        let id = b.function(
+            p.str(f.name),
+            p.str(f.system_name),
+            p.str(f.filename),
+            f.start_line,
+        );
+        functions.insert(f.id, id);
+    }
+    let mut locations: HashMap<u64, u64> = HashMap::new();
+    for l in &p.location {
+        let (mapping, offset) = mappings.get(&l.mapping_id).copied().unwrap_or((0, 0));
+        let lines = l
+            .line
+            .iter()
+            .map(|ln| Line {
+                function_id: functions.get(&ln.function_id).copied().unwrap_or(0),
+                ..*ln
+            })
+            .collect();
+        let id = b.location(
+            mapping,
+            l.address.wrapping_add(offset as u64),
+            lines,
+            l.is_folded,
+        );
+        locations.insert(l.id, id);
+    }
+    for s in &p.sample {
+        if s.value.iter().all(|&v| v == 0) {
+            continue;
+        }
+        let locs = s
+            .location_id
+            .iter()
+            .map(|id| locations.get(id).copied().unwrap_or(0))
+            .collect();
+        let labels = s
+            .label
+            .iter()
+            .map(|l| super::Label {
+                key: b.string(p.str(l.key)),
+                str: b.string(p.str(l.str)),
+                num: l.num,
+                num_unit: b.string(p.str(l.num_unit)),
+            })
+            .collect();
+        b.sample(locs, s.value.clone(), labels);
+    }
+}
+
+fn compatible(a: &Profile, b: &Profile) -> Result<(), ProfileError> {
+    let vt = |p: &Profile, t: Option<&super::ValueType>| {
+        t.map(|t| (p.str(t.r#type).to_owned(), p.str(t.unit).to_owned()))
+    };
+    if vt(a, a.period_type.as_ref()) != vt(b, b.period_type.as_ref()) {
+        return Err(ProfileError::Incompatible(format!(
+            "period types differ: {:?} vs {:?}",
+            vt(a, a.period_type.as_ref()),
+            vt(b, b.period_type.as_ref())
+        )));
+    }
+    if a.sample_types() != b.sample_types() {
+        return Err(ProfileError::Incompatible(format!(
+            "sample types differ: {:?} vs {:?}",
+            a.sample_types(),
+            b.sample_types()
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,141 @@
+//! The one validation of a profile (pprof's `CheckValid`), run by the decoder and before
+//! writing, so operations can index ids and strings without re-checking.
+
+use super::{Invalid, Profile};
+use std::collections::HashSet;
+
+impl Profile {
+    /// Checks the invariants pprof's `CheckValid` and decoder check: one value per
+    /// sample type, non-zero unique ids, no dangling location/function/mapping ids
+    /// (mapping 0 = none is allowed), string indices inside the table,
+    /// `string_table[0] == ""`.
+    pub fn check_valid(&self) -> Result<(), Invalid> {
+        match self.string_table.first() {
+            Some(s) if s.is_empty() => {}
+            Some(s) => return Err(Invalid::StringTableStart(s.clone())),
+            // An absent table is only fine for an entirely empty profile.
+            None if self.is_empty_profile() => return Ok(()),
+            None => return Err(Invalid::NoStringTable),
+        }
+        self.check_strings()?;
+        let want = self.sample_type.len();
+        if want == 0 && !self.sample.is_empty() {
+            return Err(Invalid::NoSampleTypes {
+                samples: self.sample.len(),
+            });
+        }
+        let mappings = ids("mapping", self.mapping.iter().map(|m| m.id))?;
+        let functions = ids("function", self.function.iter().map(|f| f.id))?;
+        let locations = ids("location", self.location.iter().map(|l| l.id))?;
+        for l in &self.location {
+            if l.mapping_id != 0 && !mappings.contains(&l.mapping_id) {
+                return Err(Invalid::DanglingMapping {
+                    location: l.id,
+                    mapping: l.mapping_id,
+                });
+            }
+            for line in &l.line {
+                if !functions.contains(&line.function_id) {
+                    return Err(Invalid::DanglingFunction {
+                        location: l.id,
+                        function: line.function_id,
+                    });
+                }
+            }
+        }
+        for (i, s) in self.sample.iter().enumerate() {
+            if s.value.len() != want {
+                return Err(Invalid::ValueCount {
+                    sample: i,
+                    got: s.value.len(),
+                    want,
+                });
+            }
+            if let Some(&bad) = s.location_id.iter().find(|id| !locations.contains(id)) {
+                return Err(Invalid::DanglingLocation {
+                    sample: i,
+                    location: bad,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn is_empty_profile(&self) -> bool {
+        self.sample_type.is_empty()
+            && self.sample.is_empty()
+            && self.mapping.is_empty()
+            && self.location.is_empty()
+            && self.function.is_empty()
+            && self.comment.is_empty()
+            && self.period_type.is_none()
+            && [
+                self.drop_frames,
+                self.keep_frames,
+                self.default_sample_type,
+                self.doc_url,
+            ]
+            .iter()
+            .all(|&i| i == 0)
+    }
+
+    fn check_strings(&self) -> Result<(), Invalid> {
+        let len = self.string_table.len();
+        let check = |index: i64, what: &dyn Fn() -> String| {
+            if index < 0 || index as u64 >= len as u64 {
+                Err(Invalid::StringIndex {
+                    what: what(),
+                    index,
+                    len,
+                })
+            } else {
+                Ok(())
+            }
+        };
+        for (i, t) in self.sample_type.iter().enumerate() {
+            check(t.r#type, &|| format!("sample_type {i} type"))?;
+            check(t.unit, &|| format!("sample_type {i} unit"))?;
+        }
+        for (i, s) in self.sample.iter().enumerate() {
+            for l in &s.label {
+                check(l.key, &|| format!("sample {i} label key"))?;
+                check(l.str, &|| format!("sample {i} label value"))?;
+                check(l.num_unit, &|| format!("sample {i} label unit"))?;
+            }
+        }
+        for m in &self.mapping {
+            check(m.filename, &|| format!("mapping {} filename", m.id))?;
+            check(m.build_id, &|| format!("mapping {} build_id", m.id))?;
+        }
+        for f in &self.function {
+            check(f.name, &|| format!("function {} name", f.id))?;
+            check(f.system_name, &|| format!("function {} system_name", f.id))?;
+            check(f.filename, &|| format!("function {} filename", f.id))?;
+        }
+        for (i, &c) in self.comment.iter().enumerate() {
+            check(c, &|| format!("comment {i}"))?;
+        }
+        if let Some(pt) = &self.period_type {
+            check(pt.r#type, &|| "period_type type".into())?;
+            check(pt.unit, &|| "period_type unit".into())?;
+        }
+        check(self.drop_frames, &|| "drop_frames".into())?;
+        check(self.keep_frames, &|| "keep_frames".into())?;
+        check(self.default_sample_type, &|| "default_sample_type".into())?;
+        check(self.doc_url, &|| "doc_url".into())?;
+        Ok(())
+    }
+}
+
+fn ids(kind: &'static str, it: impl Iterator<Item = u64>) -> Result<HashSet<u64>, Invalid> {
+    let mut set = HashSet::new();
+    for (index, id) in it.enumerate() {
+        if id == 0 {
+            return Err(Invalid::ZeroId { kind, index });
+        }
+        if !set.insert(id) {
+            return Err(Invalid::DuplicateId { kind, id });
+        }
+    }
+    Ok(set)
+}

@@ -1,0 +1,254 @@
+//! The pprof codec: round trips, gzip sniffing, the gzip-bomb cap, and the validation
+//! errors (each naming what and where).
+
+use host_cli::profile::{self, Builder, Invalid, Line, Mapping, Profile, ProfileError};
+use prost::Message;
+use std::io::Write;
+
+/// A small heap-like profile with a mapping, inlined lines and labels.
+fn sample_profile() -> Profile {
+    let mut b = Builder::new();
+    b.sample_type("alloc_objects", "count");
+    b.sample_type("inuse_space", "bytes");
+    b.period("space", "bytes", 512);
+    b.comment("hello");
+    let (m, _) = b.mapping(
+        &Mapping {
+            memory_start: 0x1000,
+            memory_limit: 0x9000,
+            ..Default::default()
+        },
+        "/bin/x",
+        "abcd",
+    );
+    let f1 = b.function("inner", "_ZN5inner", "src/a.rs", 3);
+    let f2 = b.function("outer", "outer", "src/b.rs", 10);
+    let l1 = b.location(
+        m,
+        0x1234,
+        vec![
+            Line {
+                function_id: f1,
+                line: 4,
+                column: 0,
+            },
+            Line {
+                function_id: f2,
+                line: 12,
+                column: 0,
+            },
+        ],
+        false,
+    );
+    let l2 = b.location(
+        m,
+        0x2000,
+        vec![Line {
+            function_id: f2,
+            line: 20,
+            column: 0,
+        }],
+        false,
+    );
+    let lab = b.num_label("bytes", 64, "bytes");
+    b.sample(vec![l1, l2], vec![1, 64], vec![lab]);
+    b.sample(vec![l2], vec![2, 128], vec![]);
+    b.sample(vec![l1, l2], vec![1, 64], vec![lab]); // merged into the first
+    b.finish()
+}
+
+#[test]
+fn round_trip_gzip_and_raw() {
+    let p = sample_profile();
+    assert_eq!(p.sample.len(), 2);
+    assert_eq!(p.sample[0].value, vec![2, 128]);
+    p.check_valid().unwrap();
+    let gz = profile::encode(&p);
+    assert!(profile::is_gzip(&gz));
+    assert_eq!(profile::decode(&gz).unwrap(), p);
+    assert_eq!(profile::decode(&p.encode_to_vec()).unwrap(), p);
+    assert_eq!(profile::encode(&p), gz, "encoding is deterministic");
+}
+
+#[test]
+fn accessors() {
+    let p = sample_profile();
+    assert_eq!(
+        p.sample_types(),
+        vec![("alloc_objects", "count"), ("inuse_space", "bytes")]
+    );
+    assert_eq!(
+        p.default_sample_index(),
+        1,
+        "no default_sample_type: the last one"
+    );
+    assert_eq!(p.sample_index("alloc_objects"), Ok(0));
+    assert_eq!(
+        p.sample_index("space"),
+        Err("sample index \"space\" must be one of: alloc_objects, inuse_space".into())
+    );
+    assert_eq!(p.sample_index("0"), Ok(0));
+    assert!(p
+        .sample_index("2")
+        .unwrap_err()
+        .contains("outside the range [0..1]"));
+    assert_eq!(p.sample_index(""), Ok(1));
+    assert_eq!(p.comments(), vec!["hello"]);
+    assert_eq!(p.str(9999), "");
+    let mut q = p.clone();
+    q.default_sample_type = q
+        .string_table
+        .iter()
+        .position(|s| s == "alloc_objects")
+        .unwrap() as i64;
+    assert_eq!(q.default_sample_index(), 0);
+}
+
+#[test]
+fn empty_and_garbage() {
+    assert!(matches!(profile::decode(&[]), Err(ProfileError::Empty)));
+    let e = profile::decode(&[0xff, 0xff, 0xff]).unwrap_err();
+    assert!(matches!(e, ProfileError::Protobuf(_)), "{e}");
+    // A truncated gzip stream.
+    let gz = profile::encode(&sample_profile());
+    let e = profile::decode(&gz[..gz.len() / 2]).unwrap_err();
+    assert!(matches!(e, ProfileError::Gzip(_)), "{e}");
+}
+
+#[test]
+fn gzip_bomb_is_an_error() {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..8 {
+        enc.write_all(&zeros).unwrap();
+    }
+    let bomb = enc.finish().unwrap();
+    let e = profile::decode_with_limit(&bomb, 4 << 20).unwrap_err();
+    assert!(
+        matches!(e, ProfileError::TooLarge { limit } if limit == 4 << 20),
+        "{e}"
+    );
+    assert!(e.to_string().contains("gzip bomb"));
+}
+
+fn invalid(p: &Profile) -> Invalid {
+    match profile::decode(&p.encode_to_vec()) {
+        Err(ProfileError::Invalid(i)) => i,
+        other => panic!("expected a validation error, got {other:?}"),
+    }
+}
+
+#[test]
+fn validation_names_what_and_where() {
+    let good = sample_profile();
+
+    let mut p = good.clone();
+    p.sample[1].location_id.push(999);
+    assert_eq!(
+        invalid(&p).to_string(),
+        "sample 1 refers to location 999, which does not exist"
+    );
+
+    let mut p = good.clone();
+    p.location[0].line[1].function_id = 77;
+    assert_eq!(
+        invalid(&p).to_string(),
+        "location 1 refers to function 77, which does not exist"
+    );
+
+    let mut p = good.clone();
+    p.location[1].mapping_id = 5;
+    assert_eq!(
+        invalid(&p).to_string(),
+        "location 2 refers to mapping 5, which does not exist"
+    );
+    p.location[1].mapping_id = 0; // "no mapping" is allowed
+    profile::decode(&p.encode_to_vec()).unwrap();
+
+    let mut p = good.clone();
+    p.sample[0].value.pop();
+    assert_eq!(
+        invalid(&p).to_string(),
+        "sample 0 has 1 values but the profile has 2 sample types"
+    );
+
+    let mut p = good.clone();
+    p.function[1].id = 1;
+    assert_eq!(
+        invalid(&p),
+        Invalid::DuplicateId {
+            kind: "function",
+            id: 1
+        }
+    );
+
+    let mut p = good.clone();
+    p.location[0].id = 0;
+    assert_eq!(
+        invalid(&p),
+        Invalid::ZeroId {
+            kind: "location",
+            index: 0
+        }
+    );
+
+    let mut p = good.clone();
+    p.function[0].name = 1000;
+    assert_eq!(
+        invalid(&p).to_string(),
+        format!(
+            "function 1 name is string index 1000, outside the string table (length {})",
+            good.string_table.len()
+        )
+    );
+
+    let mut p = good.clone();
+    p.string_table[0] = "x".into();
+    assert_eq!(invalid(&p), Invalid::StringTableStart("x".into()));
+
+    let mut p = good.clone();
+    p.sample_type.clear();
+    assert_eq!(invalid(&p), Invalid::NoSampleTypes { samples: 2 });
+}
+
+#[test]
+fn diff_is_new_minus_base_with_pprof_base_label() {
+    let base = sample_profile();
+    let mut new = sample_profile();
+    new.sample[0].value = vec![5, 320];
+    let d = profile::diff(&base, &new).unwrap();
+    d.check_valid().unwrap();
+    // Net per stack = new - base.
+    let mut net: std::collections::BTreeMap<Vec<u64>, Vec<i64>> = Default::default();
+    for s in &d.sample {
+        let e = net.entry(s.location_id.clone()).or_insert(vec![0, 0]);
+        for (a, b) in e.iter_mut().zip(&s.value) {
+            *a += b;
+        }
+    }
+    let nets: Vec<Vec<i64>> = net.into_values().collect();
+    assert!(nets.contains(&vec![3, 192]), "{nets:?}");
+    assert!(nets.contains(&vec![0, 0]), "{nets:?}");
+    let base_key = d
+        .string_table
+        .iter()
+        .position(|s| s == "pprof::base")
+        .unwrap() as i64;
+    let based: Vec<_> = d
+        .sample
+        .iter()
+        .filter(|s| s.label.iter().any(|l| l.key == base_key))
+        .collect();
+    assert_eq!(based.len(), 2);
+    assert!(based.iter().all(|s| s.value.iter().all(|&v| v <= 0)));
+    // Mismatched sample types are refused.
+    let mut other = sample_profile();
+    other.sample_type.pop();
+    for s in &mut other.sample {
+        s.value.pop();
+    }
+    assert!(matches!(
+        profile::diff(&base, &other),
+        Err(ProfileError::Incompatible(_))
+    ));
+}
