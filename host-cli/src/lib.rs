@@ -2,4 +2,5 @@
 //! profile operations (top, diff, flame tree, source lines) that both the `heapsnap`
 //! binary and the browser viewer use.
 
+pub mod analysis;
 pub mod profile;

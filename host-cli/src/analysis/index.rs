@@ -1,0 +1,325 @@
+//! The index every analysis runs over: locations expanded once into frames with
+//! function-level node ids, so top, flame and source are single passes over samples.
+
+use crate::profile::{Profile, DIFF_BASE_LABEL};
+use regex_lite::Regex;
+use std::collections::HashMap;
+
+/// One frame of a location: a function-level node, its source line, and whether it is
+/// inlined into the next (outer) frame of the same location.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// Function-level node id (index into [`Index::names`]).
+    pub node: u32,
+    /// Index into `profile.function`, or `u32::MAX` for a location without lines.
+    pub func: u32,
+    /// Source line (0 when unknown).
+    pub line: i64,
+    /// Inlined into its caller: not the outermost line of its location.
+    pub inlined: bool,
+}
+
+/// A profile prepared for analysis. Build once per profile; every view (any sample
+/// index, any filter) reuses it.
+#[derive(Debug)]
+pub struct Index<'p> {
+    /// The profile analysed.
+    pub profile: &'p Profile,
+    /// Printable name of each function-level node (pprof's `PrintableName`).
+    pub names: Vec<String>,
+    /// Per location (in `profile.location` order): its frames, innermost first.
+    loc_frames: Vec<(u32, u32)>,
+    frames: Vec<Frame>,
+    /// Per sample: indices of its locations (leaf first), flattened.
+    stack_locs: Vec<u32>,
+    stack_ranges: Vec<(u32, u32)>,
+    /// Per sample: labelled as a diff base (`pprof::base=true`).
+    base: Vec<bool>,
+}
+
+impl<'p> Index<'p> {
+    /// Indexes a profile. Unknown location ids (only in unvalidated profiles) are
+    /// skipped rather than trusted.
+    pub fn new(profile: &'p Profile) -> Self {
+        let mut names = Vec::new();
+        let mut name_ids: HashMap<String, u32> = HashMap::new();
+        let mut intern = |s: String| -> u32 {
+            if let Some(&i) = name_ids.get(&s) {
+                return i;
+            }
+            let i = names.len() as u32;
+            names.push(s.clone());
+            name_ids.insert(s, i);
+            i
+        };
+        let func_pos: HashMap<u64, u32> = profile
+            .function
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.id, i as u32))
+            .collect();
+        let map_file: HashMap<u64, &str> = profile
+            .mapping
+            .iter()
+            .map(|m| (m.id, profile.str(m.filename)))
+            .collect();
+        let mut frames = Vec::new();
+        let mut loc_frames = Vec::with_capacity(profile.location.len());
+        for loc in &profile.location {
+            let objfile = map_file.get(&loc.mapping_id).copied().unwrap_or("");
+            let start = frames.len() as u32;
+            if loc.line.is_empty() {
+                frames.push(Frame {
+                    node: intern(unnamed(objfile)),
+                    func: u32::MAX,
+                    line: 0,
+                    inlined: false,
+                });
+            }
+            let n = loc.line.len();
+            for (i, line) in loc.line.iter().enumerate() {
+                let func = func_pos.get(&line.function_id).copied();
+                let name = func
+                    .map(|f| profile.str(profile.function[f as usize].name))
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| unnamed(objfile));
+                frames.push(Frame {
+                    node: intern(name),
+                    func: func.unwrap_or(u32::MAX),
+                    line: line.line,
+                    inlined: i + 1 < n,
+                });
+            }
+            loc_frames.push((start, frames.len() as u32 - start));
+        }
+        let loc_pos = LocPos::new(profile);
+        let mut stack_locs = Vec::new();
+        let mut stack_ranges = Vec::with_capacity(profile.sample.len());
+        let (bk, bv) = (
+            find_str(profile, DIFF_BASE_LABEL.0),
+            find_str(profile, DIFF_BASE_LABEL.1),
+        );
+        let mut base = Vec::with_capacity(profile.sample.len());
+        for s in &profile.sample {
+            let start = stack_locs.len() as u32;
+            stack_locs.extend(s.location_id.iter().filter_map(|&id| loc_pos.get(id)));
+            stack_ranges.push((start, stack_locs.len() as u32 - start));
+            base.push(matches!((bk, bv), (Some(k), Some(v)) if s.label.iter().any(|l| l.key == k && l.str == v)));
+        }
+        Index {
+            profile,
+            names,
+            loc_frames,
+            frames,
+            stack_locs,
+            stack_ranges,
+            base,
+        }
+    }
+
+    /// Number of function-level nodes.
+    pub fn node_count(&self) -> usize {
+        self.names.len()
+    }
+
+    /// The frames of location index `loc`, innermost first.
+    pub fn location_frames(&self, loc: u32) -> &[Frame] {
+        let (s, n) = self.loc_frames[loc as usize];
+        &self.frames[s as usize..(s + n) as usize]
+    }
+
+    /// The location indices of sample `i`, leaf first.
+    pub fn sample_locations(&self, i: usize) -> &[u32] {
+        let (s, n) = self.stack_ranges[i];
+        &self.stack_locs[s as usize..(s + n) as usize]
+    }
+
+    /// Frames of sample `i` from the root down to the leaf (the order a call tree
+    /// reads), each location's outermost line first.
+    pub fn root_first(&self, i: usize) -> impl Iterator<Item = &Frame> + '_ {
+        self.sample_locations(i)
+            .iter()
+            .rev()
+            .flat_map(move |&l| self.location_frames(l).iter().rev())
+    }
+
+    /// Value of sample `i` at `sample_index` (0 when the sample lacks it).
+    pub fn value(&self, i: usize, sample_index: usize) -> i64 {
+        self.profile.sample[i].value.get(sample_index).copied().unwrap_or(0)
+    }
+
+    /// Is sample `i` a negated base sample of a diff?
+    pub fn is_base(&self, i: usize) -> bool {
+        self.base[i]
+    }
+
+    /// Number of samples.
+    pub fn sample_count(&self) -> usize {
+        self.stack_ranges.len()
+    }
+
+    /// The total percentages are relative to, as pprof's `computeTotal`: the sum of
+    /// absolute values over all samples (before any filter), or of the base samples
+    /// alone in a diff profile.
+    pub fn total(&self, sample_index: usize) -> i64 {
+        let (mut total, mut base) = (0i64, 0i64);
+        for i in 0..self.sample_count() {
+            let v = self.value(i, sample_index).wrapping_abs();
+            total = total.wrapping_add(v);
+            if self.base[i] {
+                base = base.wrapping_add(v);
+            }
+        }
+        if base > 0 {
+            base
+        } else {
+            total
+        }
+    }
+
+    /// Which samples a filter keeps (pprof's `FilterSamplesByName`): with a focus, a
+    /// sample needs a location matching it; a sample with any location matching ignore
+    /// is dropped.
+    pub fn kept(&self, filter: &Filter) -> Vec<bool> {
+        let n = self.sample_count();
+        if filter.focus.is_none() && filter.ignore.is_none() {
+            return vec![true; n];
+        }
+        let locs = &self.profile.location;
+        let map_file: HashMap<u64, &str> = self
+            .profile
+            .mapping
+            .iter()
+            .map(|m| (m.id, self.profile.str(m.filename)))
+            .collect();
+        let matches = |re: &Regex, li: usize| -> bool {
+            let loc = &locs[li];
+            self.location_frames(li as u32).iter().any(|f| {
+                f.func != u32::MAX && {
+                    let func = &self.profile.function[f.func as usize];
+                    re.is_match(self.profile.str(func.name)) || re.is_match(self.profile.str(func.filename))
+                }
+            }) || map_file.get(&loc.mapping_id).is_some_and(|m| re.is_match(m))
+        };
+        // Per location: Some(true) focused, Some(false) ignored, None neither.
+        let class: Vec<Option<bool>> = (0..locs.len())
+            .map(|li| {
+                if filter.ignore.as_ref().is_some_and(|re| matches(re, li)) {
+                    Some(false)
+                } else if filter.focus.as_ref().is_none_or(|re| matches(re, li)) {
+                    Some(true)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        (0..n)
+            .map(|i| {
+                let mut f = false;
+                for &l in self.sample_locations(i) {
+                    match class[l as usize] {
+                        Some(false) => return false,
+                        Some(true) => f = true,
+                        None => {}
+                    }
+                }
+                f
+            })
+            .collect()
+    }
+}
+
+/// pprof's name for a frame without a function name: the mapping's base name in
+/// brackets, or `<unknown>`.
+fn unnamed(objfile: &str) -> String {
+    if objfile.is_empty() {
+        "<unknown>".into()
+    } else {
+        format!("[{}]", objfile.rsplit('/').next().unwrap_or(objfile))
+    }
+}
+
+fn find_str(p: &Profile, s: &str) -> Option<i64> {
+    p.string_table.iter().position(|x| x == s).map(|i| i as i64)
+}
+
+/// Location id → index: a direct table when ids are dense (they are in every producer
+/// we know), a hash map otherwise.
+enum LocPos {
+    Dense(Vec<u32>),
+    Sparse(HashMap<u64, u32>),
+}
+
+impl LocPos {
+    fn new(p: &Profile) -> Self {
+        let max = p.location.iter().map(|l| l.id).max().unwrap_or(0);
+        if max <= 4 * p.location.len() as u64 + 16 {
+            let mut t = vec![u32::MAX; max as usize + 1];
+            for (i, l) in p.location.iter().enumerate() {
+                t[l.id as usize] = i as u32;
+            }
+            LocPos::Dense(t)
+        } else {
+            LocPos::Sparse(p.location.iter().enumerate().map(|(i, l)| (l.id, i as u32)).collect())
+        }
+    }
+
+    fn get(&self, id: u64) -> Option<u32> {
+        match self {
+            LocPos::Dense(t) => t.get(id as usize).copied().filter(|&i| i != u32::MAX),
+            LocPos::Sparse(m) => m.get(&id).copied(),
+        }
+    }
+}
+
+/// Focus / ignore regular expressions on function names, file names and mapping files
+/// (pprof's `-focus` / `-ignore`). Empty strings mean no filter.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    /// Keep only samples with a frame matching this.
+    pub focus: Option<Regex>,
+    /// Drop samples with a frame matching this.
+    pub ignore: Option<Regex>,
+}
+
+/// A focus or ignore expression that does not compile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FilterError {
+    /// "focus" or "ignore".
+    pub which: &'static str,
+    /// The regex error.
+    pub message: String,
+}
+
+impl std::fmt::Display for FilterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} is not a valid regular expression: {}", self.which, self.message)
+    }
+}
+
+impl std::error::Error for FilterError {}
+
+impl Filter {
+    /// No filtering.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Compiles focus and ignore expressions ("" = none).
+    pub fn new(focus: &str, ignore: &str) -> Result<Self, FilterError> {
+        let compile = |which, s: &str| -> Result<Option<Regex>, FilterError> {
+            if s.is_empty() {
+                return Ok(None);
+            }
+            Regex::new(s).map(Some).map_err(|e| FilterError {
+                which,
+                message: e.to_string(),
+            })
+        };
+        Ok(Filter {
+            focus: compile("focus", focus)?,
+            ignore: compile("ignore", ignore)?,
+        })
+    }
+}

@@ -1,0 +1,269 @@
+//! Hand-built profiles with answers worked out on paper (see each test's comment).
+
+use super::*;
+use crate::profile::{self, Builder, Line, Profile, Sample};
+use prost::Message;
+
+fn line(f: u64, l: i64) -> Line {
+    Line {
+        function_id: f,
+        line: l,
+        column: 0,
+    }
+}
+
+/// main → a → b → [c inlined into b]; main → b → [c]; main → rec → rec (recursion).
+///
+/// | sample | stack (leaf first)  | alloc_space | inuse_space |
+/// |--------|---------------------|-------------|-------------|
+/// | S1     | a, main             | 100         | 10          |
+/// | S2     | [c,b], a, main      | 200         | 20          |
+/// | S3     | rec, rec, main      | 50          | 0           |
+/// | S4     | [c,b], main         | 30          | 3           |
+fn sample_profile() -> Profile {
+    let mut b = Builder::new();
+    b.sample_type("alloc_space", "bytes");
+    b.sample_type("inuse_space", "bytes");
+    let main = b.function("main", "main", "/src/app/main.go", 9);
+    let a = b.function("a", "a", "/src/app/a.go", 19);
+    let bf = b.function("b", "b", "/src/app/b.go", 39);
+    let c = b.function("c", "c", "/src/app/c.go", 30);
+    let rec = b.function("rec", "rec", "/src/app/rec.go", 49);
+    let l1 = b.location(0, 0x10, vec![line(main, 10)], false);
+    let l2 = b.location(0, 0x20, vec![line(a, 20)], false);
+    let l3 = b.location(0, 0x30, vec![line(c, 31), line(bf, 40)], false);
+    let l4 = b.location(0, 0x40, vec![line(rec, 50)], false);
+    let l5 = b.location(0, 0x50, vec![line(rec, 52)], false);
+    b.sample(vec![l2, l1], vec![100, 10], vec![]);
+    b.sample(vec![l3, l2, l1], vec![200, 20], vec![]);
+    b.sample(vec![l4, l5, l1], vec![50, 0], vec![]);
+    b.sample(vec![l3, l1], vec![30, 3], vec![]);
+    b.finish()
+}
+
+fn rows(t: &TopTable) -> Vec<(&str, i64, i64)> {
+    t.rows.iter().map(|r| (r.name.as_str(), r.flat, r.cum)).collect()
+}
+
+#[test]
+fn top_counts_recursion_once_and_inlined_leaf_as_flat() {
+    let p = sample_profile();
+    let t = top(&p, 0, &Filter::none());
+    assert_eq!(t.total, 380);
+    // flat: c gets S2+S4 (the innermost line of the leaf location), a gets S1, rec S3.
+    // cum: rec once for S3 although it is on the stack twice.
+    assert_eq!(
+        rows(&t),
+        vec![
+            ("c", 230, 230),
+            ("a", 100, 300),
+            ("rec", 50, 50),
+            ("b", 0, 230),
+            ("main", 0, 380)
+        ]
+    );
+    let c = &t.rows[0];
+    assert!((c.flat_pct - 230.0 / 380.0 * 100.0).abs() < 1e-9);
+    assert!((t.rows[1].sum_pct - 330.0 / 380.0 * 100.0).abs() < 1e-9);
+    assert!((t.rows[4].sum_pct - 100.0).abs() < 1e-9);
+    assert!((t.rows[4].cum_pct - 100.0).abs() < 1e-9);
+    assert_eq!(c.inline, Inline::Full, "c only ever appears inlined into b");
+    assert_eq!(t.rows[3].inline, Inline::No);
+}
+
+#[test]
+fn top_skips_zero_samples_and_functions_with_nothing() {
+    let p = sample_profile();
+    let t = top(&p, 1, &Filter::none());
+    assert_eq!(t.total, 33);
+    assert_eq!(
+        rows(&t),
+        vec![("c", 23, 23), ("a", 10, 30), ("b", 0, 23), ("main", 0, 33)]
+    );
+}
+
+#[test]
+fn focus_and_ignore_follow_pprof() {
+    let p = sample_profile();
+    let t = top(&p, 0, &Filter::new("^rec$", "").unwrap());
+    assert_eq!(rows(&t), vec![("rec", 50, 50), ("main", 0, 50)]);
+    assert_eq!(t.total, 380, "percentages stay relative to the whole profile");
+    // Ignore drops every sample with c on its stack (matched via the inlined frame).
+    let t = top(&p, 0, &Filter::new("", "^c$").unwrap());
+    assert_eq!(rows(&t), vec![("a", 100, 100), ("rec", 50, 50), ("main", 0, 150)]);
+    // Both: focus a, ignore c → S1 only.
+    let t = top(&p, 0, &Filter::new("^a$", "^c$").unwrap());
+    assert_eq!(rows(&t), vec![("a", 100, 100), ("main", 0, 100)]);
+    // File names match too (pprof matches function name or file name).
+    let t = top(&p, 0, &Filter::new("rec\\.go", "").unwrap());
+    assert_eq!(t.shown, 50);
+    assert!(Filter::new("(", "").is_err());
+    assert_eq!(Filter::new("", "[").unwrap_err().which, "ignore");
+}
+
+#[test]
+fn flame_tree_merges_paths_root_first_and_marks_inlined_frames() {
+    let p = sample_profile();
+    let ix = Index::new(&p);
+    let f = ix.flame(0, &Filter::none());
+    let shape: Vec<(u32, &str, i64, i64, bool)> = (0..f.nodes.len())
+        .map(|i| {
+            (
+                f.nodes[i].depth,
+                f.name(i),
+                f.nodes[i].value,
+                f.nodes[i].x,
+                f.nodes[i].inlined,
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        vec![
+            (0, "root", 380, 0, false),
+            (1, "main", 380, 0, false),
+            (2, "a", 300, 0, false),
+            (3, "b", 200, 0, false),
+            (4, "c", 200, 0, true),
+            (2, "rec", 50, 300, false),
+            (3, "rec", 50, 300, false),
+            (2, "b", 30, 350, false),
+            (3, "c", 30, 350, true),
+        ]
+    );
+    assert_eq!(f.nodes[2].self_value, 100);
+    assert_eq!(f.nodes[0].end, 9);
+    assert_eq!(f.nodes[2].end, 5, "a's subtree is b, c");
+    assert_eq!(f.path(4), vec![0, 1, 2, 3, 4]);
+    assert_eq!(f.find_path(&["main", "b", "c"]), Some(8));
+    assert_eq!(f.find_path(&["main", "zzz"]), None);
+    assert!(!f.diff);
+}
+
+#[test]
+fn source_lines_have_flat_and_cum_per_line() {
+    let p = sample_profile();
+    let ix = Index::new(&p);
+    let rec = ix.node_of("rec").unwrap();
+    let s = ix.source(rec, 0, &Filter::none());
+    assert_eq!(s.file, "/src/app/rec.go");
+    assert_eq!(s.start_line, 49);
+    // Leaf line 50 gets flat; the caller frame on line 52 only cum; once per sample.
+    assert_eq!(
+        s.lines,
+        vec![
+            SourceLine {
+                line: 50,
+                flat: 50,
+                cum: 50
+            },
+            SourceLine {
+                line: 52,
+                flat: 0,
+                cum: 50
+            }
+        ]
+    );
+    assert_eq!((s.flat, s.cum), (50, 50));
+    let a = ix.source(ix.node_of("a").unwrap(), 0, &Filter::none());
+    assert_eq!(
+        a.lines,
+        vec![SourceLine {
+            line: 20,
+            flat: 100,
+            cum: 300
+        }]
+    );
+    let c = ix.source(ix.node_of("c").unwrap(), 1, &Filter::none());
+    assert_eq!(
+        c.lines,
+        vec![SourceLine {
+            line: 31,
+            flat: 23,
+            cum: 23
+        }]
+    );
+}
+
+/// base: S1 = 100; new: S1 = 150, S2 = 200 (alloc_space). The diff's base samples are
+/// negated and labelled, so percentages are relative to the base total (100).
+#[test]
+fn diff_against_base_shows_growth_relative_to_base_total() {
+    let new = sample_profile();
+    let mut base = sample_profile();
+    base.sample.retain(|s| s.value[0] == 100);
+    let mut new2 = new.clone();
+    new2.sample.retain(|s| s.value[0] == 100 || s.value[0] == 200);
+    new2.sample[0].value = vec![150, 15];
+    let d = profile::diff(&base, &new2).unwrap();
+    let ix = Index::new(&d);
+    let t = ix.top(0, &Filter::none());
+    assert_eq!(t.total, 100);
+    assert_eq!(
+        rows(&t),
+        vec![("c", 200, 200), ("a", 50, 250), ("b", 0, 200), ("main", 0, 250)]
+    );
+    assert!((t.rows[0].flat_pct - 200.0).abs() < 1e-9);
+    let f = ix.flame(0, &Filter::none());
+    assert!(f.diff);
+    let a = f.find_path(&["main", "a"]).unwrap();
+    assert_eq!(
+        (f.nodes[a].value, f.nodes[a].grew, f.nodes[a].shrank, f.nodes[a].width),
+        (250, 350, 100, 450)
+    );
+}
+
+#[test]
+fn compact_decode_merges_equal_stacks_and_keeps_every_figure() {
+    let mut p = sample_profile();
+    // Duplicate every sample three times with labels, as a real heap profile has one
+    // sample per (stack, object size).
+    let dup: Vec<Sample> = p
+        .sample
+        .iter()
+        .flat_map(|s| std::iter::repeat_n(s.clone(), 3))
+        .collect();
+    p.sample = dup;
+    let raw = p.encode_to_vec();
+    let c = decode_compact(&raw).unwrap();
+    assert_eq!(c.sample.len(), 4);
+    for si in 0..2 {
+        assert_eq!(top(&c, si, &Filter::none()), top(&p, si, &Filter::none()));
+        assert_eq!(
+            Index::new(&c).flame(si, &Filter::none()),
+            Index::new(&p).flame(si, &Filter::none())
+        );
+    }
+    // Gzipped input decodes the same.
+    let gz = profile::encode(&p);
+    assert_eq!(decode_compact(&gz).unwrap(), c);
+}
+
+#[test]
+fn compact_decode_rejects_bad_input_with_an_error() {
+    assert!(decode_compact(&[]).is_err());
+    let raw = sample_profile().encode_to_vec();
+    for cut in [1, raw.len() / 3, raw.len() - 1] {
+        assert!(decode_compact(&raw[..cut]).is_err(), "truncated at {cut}");
+    }
+    assert!(decode_compact(b"this is not a profile at all").is_err());
+    assert!(decode_compact(&[0x1f, 0x8b, 8, 0, 0, 0]).is_err(), "corrupt gzip");
+    // A dangling location id is caught by validation.
+    let mut p = sample_profile();
+    p.sample[0].location_id.push(999);
+    let e = decode_compact(&p.encode_to_vec()).unwrap_err().to_string();
+    assert!(e.contains("999"), "{e}");
+}
+
+#[test]
+fn units_are_human() {
+    assert_eq!(format_value(512, "bytes"), "512 B");
+    assert_eq!(format_value(1536, "bytes"), "1.50 KiB");
+    assert_eq!(format_value(-3 * 1024 * 1024, "bytes"), "-3.00 MiB");
+    assert_eq!(format_value(150 << 30, "bytes"), "150 GiB");
+    assert_eq!(format_value(12345, "count"), "12345");
+    assert_eq!(format_value(1_234_567, "count"), "1.23M");
+    assert_eq!(format_value(2_500_000, "nanoseconds"), "2.50 ms");
+    assert_eq!(format_percent(99.96), "100%");
+    assert_eq!(format_percent(12.345), "12.35%");
+}

@@ -1,0 +1,139 @@
+//! The top table: `go tool pprof -top -nodefraction=0` at function granularity.
+
+use super::{Filter, Index};
+use crate::profile::Profile;
+use std::collections::HashMap;
+
+/// How a function appears under its callers, as pprof labels it in `-top`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Inline {
+    /// Called normally (or a root).
+    No,
+    /// Only ever inlined into its callers: pprof's `(inline)`.
+    Full,
+    /// Inlined into some callers, called from others: `(partial-inline)`.
+    Partial,
+}
+
+/// One function of the top table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TopRow {
+    /// Function name (pprof's printable name, without the inline label).
+    pub name: String,
+    /// Node id in the [`Index`] (for linking to flame and source views).
+    pub node: u32,
+    /// Value of samples whose leaf frame is this function.
+    pub flat: i64,
+    /// Value of samples with this function anywhere on the stack (once per sample).
+    pub cum: i64,
+    /// `flat / total × 100`.
+    pub flat_pct: f64,
+    /// Running sum of `flat_pct` down the table.
+    pub sum_pct: f64,
+    /// `cum / total × 100`.
+    pub cum_pct: f64,
+    /// pprof's inline label.
+    pub inline: Inline,
+}
+
+/// The top table for one sample index.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TopTable {
+    /// Rows, sorted as pprof: |flat| descending, then name, then |cum| descending.
+    pub rows: Vec<TopRow>,
+    /// The total percentages are relative to (see [`Index::total`]).
+    pub total: i64,
+    /// Sum of the values kept by the filter.
+    pub shown: i64,
+}
+
+/// The top table of `profile` for `sample_index` after `filter`: what `heapsnap top`
+/// prints. Builds an [`Index`]; callers with several views should build one and call
+/// [`Index::top`].
+pub fn top(profile: &Profile, sample_index: usize, filter: &Filter) -> TopTable {
+    Index::new(profile).top(sample_index, filter)
+}
+
+impl Index<'_> {
+    /// See [`top`].
+    pub fn top(&self, sample_index: usize, filter: &Filter) -> TopTable {
+        let n = self.node_count();
+        let (mut flat, mut cum) = (vec![0i64; n], vec![0i64; n]);
+        let mut seen = vec![u32::MAX; n];
+        // Edge (caller, callee) → every occurrence inlined; pprof labels a function by
+        // the inline flags of its incoming edges.
+        let mut edges: HashMap<(u32, u32), bool> = HashMap::new();
+        let kept = self.kept(filter);
+        let mut shown = 0i64;
+        for i in 0..self.sample_count() {
+            let v = self.value(i, sample_index);
+            if v == 0 || !kept[i] {
+                continue;
+            }
+            shown = shown.wrapping_add(v);
+            let mut parent: Option<u32> = None;
+            for f in self.root_first(i) {
+                let node = f.node;
+                if seen[node as usize] != i as u32 {
+                    seen[node as usize] = i as u32;
+                    cum[node as usize] = cum[node as usize].wrapping_add(v);
+                }
+                if let Some(p) = parent.filter(|&p| p != node) {
+                    let e = edges.entry((p, node)).or_insert(f.inlined);
+                    *e = *e && f.inlined;
+                }
+                parent = Some(node);
+            }
+            if let Some(leaf) = parent {
+                flat[leaf as usize] = flat[leaf as usize].wrapping_add(v);
+            }
+        }
+        let mut inline_in = vec![(false, false); n];
+        for (&(_, callee), &inl) in &edges {
+            let e = &mut inline_in[callee as usize];
+            if inl {
+                e.0 = true
+            } else {
+                e.1 = true
+            }
+        }
+        let total = self.total(sample_index);
+        let pct = |v: i64| {
+            if total == 0 {
+                0.0
+            } else {
+                v as f64 / total as f64 * 100.0
+            }
+        };
+        let mut rows: Vec<TopRow> = (0..n)
+            .filter(|&k| flat[k] != 0 || cum[k] != 0)
+            .map(|k| TopRow {
+                name: self.names[k].clone(),
+                node: k as u32,
+                flat: flat[k],
+                cum: cum[k],
+                flat_pct: pct(flat[k]),
+                sum_pct: 0.0,
+                cum_pct: pct(cum[k]),
+                inline: match inline_in[k] {
+                    (true, false) => Inline::Full,
+                    (true, true) => Inline::Partial,
+                    _ => Inline::No,
+                },
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            b.flat
+                .wrapping_abs()
+                .cmp(&a.flat.wrapping_abs())
+                .then_with(|| a.name.cmp(&b.name))
+                .then_with(|| b.cum.wrapping_abs().cmp(&a.cum.wrapping_abs()))
+        });
+        let mut sum = 0i64;
+        for r in &mut rows {
+            sum = sum.wrapping_add(r.flat);
+            r.sum_pct = pct(sum);
+        }
+        TopTable { rows, total, shown }
+    }
+}

@@ -1,0 +1,87 @@
+//! Human units for values: bytes in B/KiB/MiB/GiB, times in ns…s, counts with k/M.
+
+/// The kind of a sample type's unit, from its pprof unit string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// "bytes" (heap profiles).
+    Bytes,
+    /// "nanoseconds" (CPU, delay profiles).
+    Nanoseconds,
+    /// "count" and anything else: plain numbers.
+    Count,
+}
+
+impl Unit {
+    /// Classifies a pprof unit string.
+    pub fn of(unit: &str) -> Self {
+        match unit {
+            "bytes" | "byte" | "B" => Unit::Bytes,
+            "nanoseconds" | "ns" => Unit::Nanoseconds,
+            _ => Unit::Count,
+        }
+    }
+}
+
+/// Formats `v` in `unit` for people: `1.50 MiB`, `312 B`, `4.20 ms`, `12.3k`.
+pub fn format_value(v: i64, unit: &str) -> String {
+    let sign = if v < 0 { "-" } else { "" };
+    let a = v.unsigned_abs() as f64;
+    let (scaled, suffix) = match Unit::of(unit) {
+        Unit::Bytes => {
+            const S: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+            let mut x = a;
+            let mut i = 0;
+            while x >= 1024.0 && i + 1 < S.len() {
+                x /= 1024.0;
+                i += 1;
+            }
+            if i == 0 {
+                return format!("{sign}{} B", v.unsigned_abs());
+            }
+            (x, S[i])
+        }
+        Unit::Nanoseconds => {
+            const S: [(f64, &str); 4] = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")];
+            let (d, s) = S.iter().copied().find(|&(d, _)| a >= d).unwrap_or((1.0, "ns"));
+            (a / d, s)
+        }
+        Unit::Count => {
+            if a < 1e5 {
+                return format!("{v}");
+            }
+            let (d, s) = if a >= 1e9 {
+                (1e9, "G")
+            } else if a >= 1e6 {
+                (1e6, "M")
+            } else {
+                (1e3, "k")
+            };
+            return format!("{sign}{}{s}", three_digits(a / d));
+        }
+    };
+    format!("{sign}{} {suffix}", three_digits(scaled))
+}
+
+/// Three significant digits: 1.23, 12.3, 123.
+fn three_digits(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// A percentage as pprof prints it: two decimals, `100%` when within rounding of it.
+pub fn format_percent(p: f64) -> String {
+    if (99.95..=100.05).contains(&p.abs()) {
+        if p < 0.0 {
+            "-100%".into()
+        } else {
+            "100%".into()
+        }
+    } else {
+        format!("{p:.2}%")
+    }
+}
