@@ -4,7 +4,7 @@
 //! return addresses, innermost (the allocator's caller) first; the host subtracts one
 //! before symbolizing caller frames.
 
-use crate::{Counters, Cycle};
+use crate::Counters;
 
 /// A decoded snapshot.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -48,11 +48,46 @@ pub struct Stack {
     pub frames: Vec<u64>,
 }
 
-/// Allocation record of one (stack, size) pair: the published `active` cycle.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Bucket {
-    pub stack_id: u32,
-    /// Object size in bytes.
-    pub size: u64,
-    pub active: Cycle,
+/// Allocation record of one (stack, size) pair: the published `active` cycle. One
+/// type with the encoder's view of a bucket.
+pub use crate::snapshot::Bucket;
+
+impl Snapshot {
+    /// Encode with the one snapshot encoder (same bytes a device would write).
+    pub fn encode(&self) -> Result<Vec<u8>, crate::snapshot::EncodeError> {
+        crate::snapshot::encode_to_vec(self)
+    }
+}
+
+/// The host's owned snapshot is a source too, so tests, `heapsnap` and fuzzers write
+/// snapshots through the same code path as the device.
+impl crate::snapshot::SnapshotSource for Snapshot {
+    fn header(&self) -> crate::snapshot::Header {
+        crate::snapshot::Header {
+            word_size: self.word_size,
+            sample_rate: self.sample_rate,
+            cycle: self.cycle,
+            counters: self.counters,
+        }
+    }
+
+    fn mappings(&self) -> impl ExactSizeIterator<Item = crate::snapshot::MappingRef<'_>> {
+        self.mappings.iter().map(|m| crate::snapshot::MappingRef {
+            start: m.start,
+            end: m.end,
+            offset: m.offset,
+            name: &m.name,
+            build_id: &m.build_id,
+        })
+    }
+
+    fn stacks(&self) -> impl ExactSizeIterator<Item = crate::snapshot::StackRef<'_>> {
+        self.stacks
+            .iter()
+            .map(|s| crate::snapshot::StackRef { id: s.id, frames: crate::snapshot::Frames::U64(&s.frames) })
+    }
+
+    fn buckets(&self) -> impl ExactSizeIterator<Item = Bucket> {
+        self.buckets.iter().copied()
+    }
 }

@@ -44,3 +44,4 @@ pub struct Counters {
 
 #[cfg(feature = "std")]
 pub mod decoded;
+pub mod snapshot;

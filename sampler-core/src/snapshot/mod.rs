@@ -1,0 +1,176 @@
+//! The snapshot wire format: what a device sends and a host reads.
+//!
+//! One format, one encoder: the device profiler and the host's owned
+//! [`decoded::Snapshot`](crate::decoded::Snapshot) both implement [`SnapshotSource`], and
+//! [`encode`] turns any source into bytes, so device and host produce identical bytes
+//! from one code path. The byte layout is specified in `docs/snapshot-format.md` and
+//! pinned by the golden tests in `tests/snapshot_golden.rs`.
+//!
+//! Encoding is `no_std`, allocation-free and streaming: fields go straight from the
+//! source's tables into a postcard [`Flavor`](postcard::ser_flavors::Flavor) (a caller's
+//! `&mut [u8]`, a UART, semihosting, a flash page), with the CRC computed on the way
+//! and optional COBS framing ([`CobsFlavor`]) for serial links.
+//!
+//! Decoding (feature `std`) lives in [`decode`](self::decode) / [`decode_frames`].
+
+mod cobs;
+mod crc;
+mod writer;
+#[cfg(feature = "std")]
+mod reader;
+
+pub use self::cobs::CobsFlavor;
+pub use self::crc::{crc32, CRC32};
+pub use self::writer::{encode, encode_framed, encode_framed_to_slice, encode_to_slice, EncodeError};
+#[cfg(feature = "std")]
+pub use self::reader::{decode, decode_frames, decode_prefix, Capture, DecodeError, Frame};
+#[cfg(feature = "std")]
+pub use self::writer::{encode_framed_to_vec, encode_to_vec};
+
+use crate::{Counters, Cycle};
+
+/// First four bytes of every snapshot, so a reader (or a human with `xxd`) can tell a
+/// snapshot from any other file.
+pub const MAGIC: [u8; 4] = *b"HSNP";
+
+/// Format version written by this crate's encoder and the only one its decoder reads.
+/// Bumped on any change to the byte layout (see "Versioning" in the spec).
+pub const VERSION: u16 = 1;
+
+/// Number of [`Counters`] fields a version-1 encoder writes, in spec order.
+pub const COUNTERS_V1: usize = 7;
+
+/// Scalar header fields of a snapshot (everything but the tables).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Header {
+    /// Pointer width of the profiled program in bytes (2, 4 or 8): tells the host how
+    /// wide the frames are and lets the decoder reject frames that do not fit.
+    pub word_size: u8,
+    /// Mean sampling interval in bytes (1 = every allocation, 0 = off); the host needs
+    /// it to unsample.
+    pub sample_rate: u64,
+    /// Record cycle the published `active` records belong to.
+    pub cycle: u64,
+    /// Everything dropped or skipped, so nothing is lost silently.
+    pub counters: Counters,
+}
+
+/// A memory mapping as a source lends it to the encoder (borrowed: no copy).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MappingRef<'a> {
+    pub start: u64,
+    pub end: u64,
+    /// File offset that `start` maps.
+    pub offset: u64,
+    /// Path or name of the mapped object.
+    pub name: &'a str,
+    /// GNU build id, empty if unknown.
+    pub build_id: &'a [u8],
+}
+
+/// Frames of one stack in whatever width the source stores them, so a 32-bit device
+/// table (`u32`/`usize`) and the host's `u64` vectors encode without a conversion copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Frames<'a> {
+    U32(&'a [u32]),
+    Usize(&'a [usize]),
+    U64(&'a [u64]),
+}
+
+impl Frames<'_> {
+    /// Number of frames.
+    pub fn len(&self) -> usize {
+        match self {
+            Frames::U32(f) => f.len(),
+            Frames::Usize(f) => f.len(),
+            Frames::U64(f) => f.len(),
+        }
+    }
+
+    /// True for an empty stack.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Frame values widened to `u64`, innermost first.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
+        // One iterator type for all widths; the match is outside the loop.
+        let (a, b, c): (&[u32], &[usize], &[u64]) = match *self {
+            Frames::U32(f) => (f, &[], &[]),
+            Frames::Usize(f) => (&[], f, &[]),
+            Frames::U64(f) => (&[], &[], f),
+        };
+        FramesIter {
+            a: a.iter(),
+            b: b.iter(),
+            c: c.iter(),
+        }
+    }
+}
+
+struct FramesIter<'a> {
+    a: core::slice::Iter<'a, u32>,
+    b: core::slice::Iter<'a, usize>,
+    c: core::slice::Iter<'a, u64>,
+}
+
+impl Iterator for FramesIter<'_> {
+    type Item = u64;
+
+    #[inline]
+    fn next(&mut self) -> Option<u64> {
+        if let Some(&x) = self.c.next() {
+            return Some(x);
+        }
+        if let Some(&x) = self.a.next() {
+            return Some(u64::from(x));
+        }
+        self.b.next().map(|&x| x as u64)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.a.len() + self.b.len() + self.c.len();
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for FramesIter<'_> {}
+
+/// An interned stack as a source lends it to the encoder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StackRef<'a> {
+    /// Id that buckets refer to (unique within a snapshot).
+    pub id: u32,
+    /// Return addresses, innermost first.
+    pub frames: Frames<'a>,
+}
+
+/// Published record of one (stack, object size) pair: the bucket as it travels in a
+/// snapshot. The same type is [`decoded::Bucket`](crate::decoded::Bucket) on the host.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Bucket {
+    /// Id of the [`StackRef`] that allocated.
+    pub stack_id: u32,
+    /// Object size in bytes.
+    pub size: u64,
+    /// The last whole record cycle (Go's `memRecord.active`).
+    pub active: Cycle,
+}
+
+/// Anything that can be written as a snapshot: the device profiler and the host's owned
+/// `decoded::Snapshot` implement it, and [`encode`] is the one writer for both.
+///
+/// The iterators' `len()` is written before their items (so a decoder can bound its
+/// allocations); the encoder fails with [`EncodeError::LengthMismatch`] rather than
+/// write a snapshot whose counts lie. A device implementation should hold its lock
+/// (or otherwise keep the tables still) for the duration of one [`encode`] call.
+pub trait SnapshotSource {
+    /// Scalar header fields.
+    fn header(&self) -> Header;
+    /// Memory mappings (empty when unknown, e.g. firmware at link addresses).
+    fn mappings(&self) -> impl ExactSizeIterator<Item = MappingRef<'_>>;
+    /// Interned stacks.
+    fn stacks(&self) -> impl ExactSizeIterator<Item = StackRef<'_>>;
+    /// Buckets; every `stack_id` must name a stack from [`stacks`](Self::stacks).
+    fn buckets(&self) -> impl ExactSizeIterator<Item = Bucket>;
+}

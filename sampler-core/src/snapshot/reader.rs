@@ -1,0 +1,396 @@
+//! Snapshot decoder (feature `std`): bytes → owned [`Snapshot`], and raw serial
+//! captures → every COBS frame's outcome.
+//!
+//! Hostile input is expected: every count is checked against the bytes that remain
+//! before anything is allocated, so memory use is bounded by a small multiple of the
+//! input size, and every failure is a typed [`DecodeError`] with a byte offset.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use crate::decoded::{Mapping, Snapshot, Stack};
+use crate::Counters;
+
+use super::{crc32, Bucket, COUNTERS_V1, MAGIC, VERSION};
+
+/// Why bytes are not a snapshot. Offsets count from the first byte of the snapshot
+/// (inside a COBS frame: of the decoded frame; [`Frame::offset`] locates the frame).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The input ends inside the field starting at `offset`; at least `needed` more
+    /// bytes were expected (truncated file, interrupted transfer).
+    UnexpectedEof { offset: usize, needed: usize },
+    /// The bytes at `offset` cannot be what the format says is there (corruption, or an
+    /// encoder bug when the CRC matched).
+    Malformed { offset: usize, what: String },
+    /// The snapshot is complete but its checksum (at `offset`) does not match:
+    /// `expected` is the CRC stored in the snapshot, `found` the CRC of the bytes read.
+    BadCrc { offset: usize, expected: u32, found: u32 },
+    /// The input does not start with the `HSNP` magic: not a snapshot at all.
+    BadMagic { found: Vec<u8> },
+    /// Written in a format version this decoder does not read.
+    UnsupportedVersion { found: u16, supported: u16 },
+    /// A COBS frame of a serial capture is not valid COBS (or not terminated).
+    BadFrame { what: String },
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::UnexpectedEof { offset, needed } => write!(
+                f,
+                "snapshot is truncated: the field at byte {offset} needs at least {needed} more \
+                 byte(s) (incomplete file or interrupted transfer; capture the snapshot again)"
+            ),
+            DecodeError::Malformed { offset, what } => {
+                write!(f, "snapshot is corrupt at byte {offset}: {what}")
+            }
+            DecodeError::BadCrc { offset, expected, found } => write!(
+                f,
+                "snapshot checksum mismatch (CRC at byte {offset}: stored {expected:#010x}, \
+                 computed {found:#010x}): the bytes were damaged in transfer or storage"
+            ),
+            DecodeError::BadMagic { found } => write!(
+                f,
+                "not a heapsnap snapshot: it starts with {found:02x?}, expected \"HSNP\" \
+                 (48 53 4e 50); a raw serial capture must be read as COBS frames"
+            ),
+            DecodeError::UnsupportedVersion { found, supported } => {
+                let hint = if found > supported {
+                    "written by a newer sampler-core: upgrade heapsnap"
+                } else {
+                    "written by an older, unsupported sampler-core"
+                };
+                write!(f, "snapshot format version {found} is not supported (this reader reads version {supported}): {hint}")
+            }
+            DecodeError::BadFrame { what } => write!(f, "bad serial frame: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+type Result<T> = std::result::Result<T, DecodeError>;
+
+/// Smallest encodings, used to bound counts by the bytes that remain.
+const MIN_MAPPING: usize = 5; // start, end, offset, name len, build id len
+const MIN_STACK: usize = 2; // id, frame count
+const MIN_BUCKET: usize = 6; // stack id, size, four cycle fields
+
+/// Decode exactly one snapshot; bytes after its CRC are an error.
+pub fn decode(bytes: &[u8]) -> Result<Snapshot> {
+    let (snap, used) = decode_prefix(bytes)?;
+    if used != bytes.len() {
+        return Err(DecodeError::Malformed {
+            offset: used,
+            what: format!("{} unexpected byte(s) after the snapshot's CRC", bytes.len() - used),
+        });
+    }
+    Ok(snap)
+}
+
+/// Decode the snapshot at the start of `bytes` (e.g. a flash dump with padding after
+/// it); returns it and the number of bytes it occupies.
+///
+/// Order of checks: magic, version, structure (varints and counts), CRC, and only then
+/// the meaning (word size, stack ids, UTF-8 names), so corruption is reported as a CRC
+/// mismatch rather than as a puzzling semantic error.
+pub fn decode_prefix(bytes: &[u8]) -> Result<(Snapshot, usize)> {
+    let mut r = Reader { buf: bytes, pos: 0, problem: None };
+
+    let magic = r.take(MAGIC.len()).map_err(|e| {
+        if MAGIC.starts_with(bytes) {
+            e
+        } else {
+            DecodeError::BadMagic { found: bytes.to_vec() }
+        }
+    })?;
+    if magic != MAGIC {
+        return Err(DecodeError::BadMagic { found: magic.to_vec() });
+    }
+    let v = r.take(2)?;
+    let version = u16::from_le_bytes([v[0], v[1]]);
+    if version != VERSION {
+        return Err(DecodeError::UnsupportedVersion { found: version, supported: VERSION });
+    }
+
+    let at = r.pos;
+    let word_size = r.take(1)?[0];
+    if !matches!(word_size, 2 | 4 | 8) {
+        r.defer(at, format!("word size {word_size} (must be 2, 4 or 8)"));
+    }
+    let sample_rate = r.varint()?;
+    let cycle = r.varint()?;
+
+    let at = r.pos;
+    let n = r.count(1)?;
+    if n < COUNTERS_V1 {
+        r.defer(at, format!("{n} counters (version 1 has at least {COUNTERS_V1})"));
+    }
+    let mut c = [0u64; COUNTERS_V1];
+    for i in 0..n {
+        let v = r.varint()?;
+        // Counters beyond the known ones are skipped (appended by later encoders).
+        if let Some(slot) = c.get_mut(i) {
+            *slot = v;
+        }
+    }
+    let counters = Counters {
+        samples: c[0],
+        stack_table_full: c[1],
+        bucket_table_full: c[2],
+        live_map_full: c[3],
+        reentrant: c[4],
+        unknown_frees: c[5],
+        truncated_stacks: c[6],
+    };
+
+    let n = r.count(MIN_MAPPING)?;
+    let mut mappings = Vec::with_capacity(n);
+    for _ in 0..n {
+        let at = r.pos;
+        let start = r.varint()?;
+        let end = r.varint()?;
+        let offset = r.varint()?;
+        if end < start {
+            r.defer(at, format!("mapping ends ({end:#x}) before it starts ({start:#x})"));
+        }
+        let name_at = r.pos;
+        let name = r.bytes()?;
+        let name = match std::str::from_utf8(name) {
+            Ok(s) => s.to_owned(),
+            Err(_) => {
+                r.defer(name_at, "mapping name is not UTF-8".into());
+                String::new()
+            }
+        };
+        let build_id = r.bytes()?.to_vec();
+        mappings.push(Mapping { start, end, offset, name, build_id });
+    }
+
+    let word_max = if word_size >= 8 { u64::MAX } else { (1u64 << (8 * u32::from(word_size))) - 1 };
+    let n = r.count(MIN_STACK)?;
+    let mut stacks = Vec::with_capacity(n);
+    let mut ids = HashSet::with_capacity(n);
+    for _ in 0..n {
+        let at = r.pos;
+        let id = r.varint_u32()?;
+        if !ids.insert(id) {
+            r.defer(at, format!("stack id {id} appears twice"));
+        }
+        let nframes = r.count(1)?;
+        let mut frames = Vec::with_capacity(nframes);
+        let mut prev = 0u64;
+        for i in 0..nframes {
+            let at = r.pos;
+            let f = if i == 0 { r.varint()? } else { prev.wrapping_add(r.varint_i64()? as u64) };
+            if f > word_max {
+                r.defer(at, format!("frame {f:#x} does not fit the {word_size}-byte word size"));
+            }
+            frames.push(f);
+            prev = f;
+        }
+        stacks.push(Stack { id, frames });
+    }
+
+    let n = r.count(MIN_BUCKET)?;
+    let mut buckets = Vec::with_capacity(n);
+    for _ in 0..n {
+        let at = r.pos;
+        let stack_id = r.varint_u32()?;
+        if !ids.contains(&stack_id) {
+            r.defer(at, format!("bucket refers to stack id {stack_id}, which is not in the snapshot"));
+        }
+        let size = r.varint()?;
+        let active = crate::Cycle {
+            allocs: r.varint()?,
+            frees: r.varint()?,
+            alloc_bytes: r.varint()?,
+            free_bytes: r.varint()?,
+        };
+        buckets.push(Bucket { stack_id, size, active });
+    }
+
+    let crc_at = r.pos;
+    let stored = r.take(4)?;
+    let expected = u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]]);
+    let found = crc32(&bytes[..crc_at]);
+    if expected != found {
+        return Err(DecodeError::BadCrc { offset: crc_at, expected, found });
+    }
+    if let Some((offset, what)) = r.problem {
+        return Err(DecodeError::Malformed { offset, what });
+    }
+    let snap = Snapshot { version, word_size, sample_rate, cycle, counters, mappings, stacks, buckets };
+    Ok((snap, r.pos))
+}
+
+/// A cursor that turns every short read into `UnexpectedEof` with the field's offset.
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    /// First semantic problem, reported only once the CRC has matched.
+    problem: Option<(usize, String)>,
+}
+
+impl<'a> Reader<'a> {
+    fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    fn defer(&mut self, offset: usize, what: String) {
+        self.problem.get_or_insert((offset, what));
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let rest = &self.buf[self.pos..];
+        if rest.len() < n {
+            return Err(DecodeError::UnexpectedEof { offset: self.pos, needed: n - rest.len() });
+        }
+        self.pos += n;
+        Ok(&rest[..n])
+    }
+
+    /// One postcard value (a varint): postcard decodes, we keep the offsets.
+    fn value<T: serde::de::DeserializeOwned>(&mut self, what: &str) -> Result<T> {
+        let rest = &self.buf[self.pos..];
+        match postcard::take_from_bytes::<T>(rest) {
+            Ok((v, tail)) => {
+                self.pos += rest.len() - tail.len();
+                Ok(v)
+            }
+            Err(postcard::Error::DeserializeUnexpectedEnd) => {
+                Err(DecodeError::UnexpectedEof { offset: self.pos, needed: 1 })
+            }
+            Err(_) => Err(DecodeError::Malformed { offset: self.pos, what: format!("invalid varint ({what})") }),
+        }
+    }
+
+    fn varint(&mut self) -> Result<u64> {
+        self.value::<u64>("u64")
+    }
+
+    fn varint_u32(&mut self) -> Result<u32> {
+        self.value::<u32>("u32 stack id")
+    }
+
+    fn varint_i64(&mut self) -> Result<i64> {
+        self.value::<i64>("zigzag frame delta")
+    }
+
+    /// A count of items each at least `min` bytes long: more than the remaining bytes
+    /// can hold means the input is cut short, and nothing is allocated for it.
+    fn count(&mut self, min: usize) -> Result<usize> {
+        let at = self.pos;
+        let n = self.varint()?;
+        let need = u128::from(n) * min as u128;
+        let have = self.remaining() as u128;
+        if need > have {
+            let needed = usize::try_from(need - have).unwrap_or(usize::MAX);
+            return Err(DecodeError::UnexpectedEof { offset: at, needed });
+        }
+        Ok(n as usize)
+    }
+
+    /// Length-prefixed bytes (names, build ids).
+    fn bytes(&mut self) -> Result<&'a [u8]> {
+        let n = self.count(1)?;
+        self.take(n)
+    }
+}
+
+/// One frame found in a raw serial capture, with where it was and what it held.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// Byte offset of the frame's first (COBS-encoded) byte in the capture.
+    pub offset: usize,
+    /// Encoded length, without the `0x00` delimiter.
+    pub len: usize,
+    /// The decoded snapshot, or why this frame is not one.
+    pub result: Result<Snapshot>,
+}
+
+/// Every frame of a raw serial capture, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Capture {
+    pub frames: Vec<Frame>,
+}
+
+impl Capture {
+    /// The most recent snapshot that decoded with a valid CRC: on a serial link the
+    /// last good one is the one to show.
+    pub fn last_good(&self) -> Option<&Snapshot> {
+        self.frames.iter().rev().find_map(|f| f.result.as_ref().ok())
+    }
+
+    /// Frames that were not valid snapshots (garbage, torn, corrupt).
+    pub fn bad(&self) -> impl Iterator<Item = &Frame> {
+        self.frames.iter().filter(|f| f.result.is_err())
+    }
+
+    /// Number of bad frames (to tell the user how much of the capture was lost).
+    pub fn bad_count(&self) -> usize {
+        self.bad().count()
+    }
+}
+
+/// Split a raw serial capture into COBS frames at each `0x00` and decode every one.
+///
+/// Resynchronises: bytes before a frame (a boot banner, half a frame from before a
+/// reset) that carry no delimiter are split off at the next `HSNP` magic and reported
+/// as their own bad frame; a last frame with no delimiter is reported as torn.
+pub fn decode_frames(capture: &[u8]) -> Capture {
+    let mut frames = Vec::new();
+    let mut start = 0;
+    while start < capture.len() {
+        let (end, terminated) = match capture[start..].iter().position(|&b| b == 0) {
+            Some(i) => (start + i, true),
+            None => (capture.len(), false),
+        };
+        if end > start {
+            split_chunk(&capture[start..end], start, terminated, &mut frames);
+        }
+        start = end + 1;
+    }
+    Capture { frames }
+}
+
+/// Decode one delimiter-free chunk, splitting it at an embedded frame start when the
+/// whole chunk is not a snapshot.
+fn split_chunk(mut chunk: &[u8], mut offset: usize, terminated: bool, out: &mut Vec<Frame>) {
+    loop {
+        let result = decode_cobs(chunk, terminated);
+        // A frame starts with a COBS code byte followed by the magic.
+        let next = if result.is_ok() {
+            None
+        } else {
+            chunk.windows(MAGIC.len()).skip(2).position(|w| w == MAGIC).map(|p| p + 1)
+        };
+        match next {
+            None => {
+                out.push(Frame { offset, len: chunk.len(), result });
+                return;
+            }
+            Some(split) => {
+                let head = &chunk[..split];
+                out.push(Frame { offset, len: split, result: decode_cobs(head, true) });
+                chunk = &chunk[split..];
+                offset += split;
+            }
+        }
+    }
+}
+
+fn decode_cobs(encoded: &[u8], terminated: bool) -> Result<Snapshot> {
+    if !terminated {
+        return Err(DecodeError::BadFrame {
+            what: format!("{} byte(s) at the end of the capture without a 0x00 delimiter (torn frame)", encoded.len()),
+        });
+    }
+    let mut raw = vec![0u8; encoded.len()];
+    let n = cobs::decode(encoded, &mut raw)
+        .map_err(|e| DecodeError::BadFrame { what: format!("invalid COBS encoding ({e:?})") })?;
+    raw.truncate(n);
+    decode(&raw)
+}

@@ -1,0 +1,206 @@
+//! The one snapshot encoder: any [`SnapshotSource`] → bytes, streaming, no allocation.
+
+use core::fmt;
+
+use postcard::ser_flavors::crc::CrcModifier;
+use postcard::ser_flavors::{Flavor, Slice};
+use serde::Serializer as _;
+
+use super::{CobsFlavor, SnapshotSource, COUNTERS_V1, CRC32, MAGIC, VERSION};
+
+/// Why a snapshot could not be written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// The sink is full (for a slice: the buffer is too small for the snapshot).
+    SinkFull,
+    /// The sink reported another failure (a custom flavor's I/O error).
+    SinkFailed,
+    /// A source iterator yielded a different number of items than its `len()`
+    /// announced; the count is already on the wire, so the snapshot is abandoned
+    /// (no CRC is written, a reader rejects the partial bytes).
+    LengthMismatch {
+        /// `"mappings"`, `"stacks"`, `"frames"` or `"buckets"`.
+        section: &'static str,
+        announced: usize,
+        /// Items yielded (capped at `announced + 1`).
+        yielded: usize,
+    },
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EncodeError::SinkFull => f.write_str("snapshot sink is full (buffer too small for the snapshot)"),
+            EncodeError::SinkFailed => f.write_str("snapshot sink failed to write"),
+            EncodeError::LengthMismatch { section, announced, yielded } => write!(
+                f,
+                "snapshot source announced {announced} {section} but yielded {yielded} \
+                 (tables changed while encoding?)"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for EncodeError {}
+
+impl From<postcard::Error> for EncodeError {
+    fn from(e: postcard::Error) -> Self {
+        match e {
+            postcard::Error::SerializeBufferFull => EncodeError::SinkFull,
+            _ => EncodeError::SinkFailed,
+        }
+    }
+}
+
+/// Write `src` as one snapshot into `sink`; returns the sink's output (for a
+/// [`Slice`], the written prefix). The CRC is computed on the way and appended.
+///
+/// Fields go from the source straight to the sink: no table is copied, nothing is
+/// allocated, and on error nothing after the failure point is written.
+pub fn encode<S, F>(src: &S, sink: F) -> Result<F::Output, EncodeError>
+where
+    S: SnapshotSource + ?Sized,
+    F: Flavor,
+{
+    let mut w = postcard::Serializer { output: CrcModifier::new(sink, CRC32.digest()) };
+    let out = &mut w;
+
+    out.output.try_extend(&MAGIC)?;
+    out.output.try_extend(&VERSION.to_le_bytes())?;
+    let h = src.header();
+    out.output.try_push(h.word_size)?;
+    out.serialize_u64(h.sample_rate)?;
+    out.serialize_u64(h.cycle)?;
+    let c = h.counters;
+    let counters: [u64; COUNTERS_V1] = [
+        c.samples,
+        c.stack_table_full,
+        c.bucket_table_full,
+        c.live_map_full,
+        c.reentrant,
+        c.unknown_frees,
+        c.truncated_stacks,
+    ];
+    out.serialize_u64(COUNTERS_V1 as u64)?;
+    for v in counters {
+        out.serialize_u64(v)?;
+    }
+
+    let mappings = src.mappings();
+    let announced = mappings.len();
+    out.serialize_u64(announced as u64)?;
+    let mut yielded = 0;
+    for m in mappings {
+        yielded += 1;
+        if yielded > announced {
+            break;
+        }
+        out.serialize_u64(m.start)?;
+        out.serialize_u64(m.end)?;
+        out.serialize_u64(m.offset)?;
+        out.serialize_bytes(m.name.as_bytes())?;
+        out.serialize_bytes(m.build_id)?;
+    }
+    check("mappings", announced, yielded)?;
+
+    let stacks = src.stacks();
+    let announced = stacks.len();
+    out.serialize_u64(announced as u64)?;
+    let mut yielded = 0;
+    for s in stacks {
+        yielded += 1;
+        if yielded > announced {
+            break;
+        }
+        out.serialize_u32(s.id)?;
+        let frames = s.frames.iter();
+        let n = frames.len();
+        out.serialize_u64(n as u64)?;
+        let mut written = 0;
+        let mut prev = 0u64;
+        for f in frames {
+            written += 1;
+            if written > n {
+                break;
+            }
+            if written == 1 {
+                out.serialize_u64(f)?;
+            } else {
+                // Signed distance to the previous frame, zigzag varint: neighbouring
+                // return addresses are close, so most deltas take 2-3 bytes.
+                out.serialize_i64(f.wrapping_sub(prev) as i64)?;
+            }
+            prev = f;
+        }
+        check("frames", n, written)?;
+    }
+    check("stacks", announced, yielded)?;
+
+    let buckets = src.buckets();
+    let announced = buckets.len();
+    out.serialize_u64(announced as u64)?;
+    let mut yielded = 0;
+    for b in buckets {
+        yielded += 1;
+        if yielded > announced {
+            break;
+        }
+        out.serialize_u32(b.stack_id)?;
+        out.serialize_u64(b.size)?;
+        out.serialize_u64(b.active.allocs)?;
+        out.serialize_u64(b.active.frees)?;
+        out.serialize_u64(b.active.alloc_bytes)?;
+        out.serialize_u64(b.active.free_bytes)?;
+    }
+    check("buckets", announced, yielded)?;
+
+    // Appends the CRC (4 bytes, little-endian) and finalizes the sink.
+    Ok(w.output.finalize()?)
+}
+
+fn check(section: &'static str, announced: usize, yielded: usize) -> Result<(), EncodeError> {
+    if announced == yielded {
+        Ok(())
+    } else {
+        Err(EncodeError::LengthMismatch { section, announced, yielded })
+    }
+}
+
+/// [`encode`] into a caller's buffer; returns the written prefix.
+pub fn encode_to_slice<'a, S>(src: &S, buf: &'a mut [u8]) -> Result<&'a mut [u8], EncodeError>
+where
+    S: SnapshotSource + ?Sized,
+{
+    encode(src, Slice::new(buf))
+}
+
+/// [`encode`] as one COBS frame followed by the `0x00` delimiter, for serial links
+/// where a reader must find frame boundaries (and resync) in a raw byte stream.
+pub fn encode_framed<S, F>(src: &S, sink: F) -> Result<F::Output, EncodeError>
+where
+    S: SnapshotSource + ?Sized,
+    F: Flavor,
+{
+    encode(src, CobsFlavor::new(sink))
+}
+
+/// [`encode_framed`] into a caller's buffer; returns the written prefix.
+pub fn encode_framed_to_slice<'a, S>(src: &S, buf: &'a mut [u8]) -> Result<&'a mut [u8], EncodeError>
+where
+    S: SnapshotSource + ?Sized,
+{
+    encode_framed(src, Slice::new(buf))
+}
+
+/// [`encode`] into a new `Vec` (host programs, tests).
+#[cfg(feature = "std")]
+pub fn encode_to_vec<S: SnapshotSource + ?Sized>(src: &S) -> Result<Vec<u8>, EncodeError> {
+    encode(src, postcard::ser_flavors::ExtendFlavor::new(Vec::new()))
+}
+
+/// [`encode_framed`] into a new `Vec`.
+#[cfg(feature = "std")]
+pub fn encode_framed_to_vec<S: SnapshotSource + ?Sized>(src: &S) -> Result<Vec<u8>, EncodeError> {
+    encode_framed(src, postcard::ser_flavors::ExtendFlavor::new(Vec::new()))
+}

@@ -1,0 +1,46 @@
+//! Fixtures shared by the snapshot tests (not a test crate of its own).
+#![allow(dead_code)]
+
+use sampler_core::decoded::{Bucket, Mapping, Snapshot, Stack};
+use sampler_core::{Counters, Cycle};
+
+/// The small snapshot whose bytes `tests/golden/small.bin` pins and whose hex dump
+/// `docs/snapshot-format.md` walks through: 32-bit firmware, one mapping, two stacks
+/// (the second shares a caller with the first), three buckets.
+pub fn small() -> Snapshot {
+    Snapshot {
+        version: 1,
+        word_size: 4,
+        sample_rate: 512 * 1024,
+        cycle: 3,
+        counters: Counters {
+            samples: 42,
+            stack_table_full: 1,
+            bucket_table_full: 0,
+            live_map_full: 2,
+            reentrant: 0,
+            unknown_frees: 3,
+            truncated_stacks: 0,
+        },
+        mappings: vec![Mapping {
+            start: 0x0800_0000,
+            end: 0x0804_0000,
+            offset: 0,
+            name: "fw.elf".into(),
+            build_id: vec![0xde, 0xad, 0xbe, 0xef],
+        }],
+        stacks: vec![
+            Stack { id: 0, frames: vec![0x0800_1234, 0x0800_1100, 0x0800_0400] },
+            Stack { id: 1, frames: vec![0x0800_2000, 0x0800_0400] },
+        ],
+        buckets: vec![
+            Bucket { stack_id: 0, size: 16, active: Cycle { allocs: 3, frees: 1, alloc_bytes: 48, free_bytes: 16 } },
+            Bucket { stack_id: 0, size: 64, active: Cycle { allocs: 1, frees: 0, alloc_bytes: 64, free_bytes: 0 } },
+            Bucket {
+                stack_id: 1,
+                size: 1024,
+                active: Cycle { allocs: 2, frees: 2, alloc_bytes: 2048, free_bytes: 2048 },
+            },
+        ],
+    }
+}
