@@ -2,6 +2,13 @@
 //!
 //! `#![no_std]`, no `alloc`: everything lives in fixed-capacity tables chosen at
 //! compile time, because this code runs *inside* the allocator.
+//!
+//! * [`ProfiledAlloc`] wraps any `GlobalAlloc`; [`Profiler::record_alloc`] /
+//!   [`Profiler::record_free`] serve pools and arenas.
+//! * Sampling is a Poisson process over bytes ([`sampler`]), stacks come from a
+//!   [`StackSource`] ([`stack`]), tables are fixed-capacity ([`tables`]) with Go's
+//!   record cycles ([`tables::MemRecord`]).
+//! * Snapshots: [`Profiler::write_snapshot`] and friends, format in [`snapshot`].
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 
 /// One record cycle's tallies for a bucket (Go's `memRecordCycle`).
@@ -45,3 +52,19 @@ pub struct Counters {
 #[cfg(feature = "std")]
 pub mod decoded;
 pub mod snapshot;
+
+mod alloc;
+#[cfg(all(feature = "std", target_os = "linux"))]
+pub mod mappings;
+mod profiler;
+pub mod sampler;
+mod source;
+pub mod stack;
+pub mod tables;
+
+pub use alloc::ProfiledAlloc;
+pub use profiler::{Profiler, Recorded};
+pub use source::ProfilerView;
+#[cfg(all(feature = "std", unix))]
+pub use stack::HostStack;
+pub use stack::{Captured, FramePointerStack, NoStack, StackRange, StackSource};

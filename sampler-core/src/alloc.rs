@@ -1,0 +1,93 @@
+//! `ProfiledAlloc`: any `GlobalAlloc`, profiled, in one line.
+#![deny(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use core::alloc::{GlobalAlloc, Layout};
+
+use crate::stack::StackSource;
+use crate::Profiler;
+
+/// Wraps an allocator `A` and samples what goes through it, capturing stacks with `St`.
+///
+/// ```ignore
+/// #[global_allocator]
+/// static HEAP: ProfiledAlloc<System, HostStack, 1024, 16384, 2048, 4096> =
+///     ProfiledAlloc::new(System, HostStack, 512 * 1024, 42);
+/// ```
+///
+/// Allocation: the inner allocator first, then the sampling countdown (recorded before
+/// the pointer is returned). Free: the live map first, then the inner allocator (so
+/// another thread cannot get the address back and record it before we forget it).
+/// `realloc` is a free of the old block and an allocation of the new one.
+pub struct ProfiledAlloc<A, St, const S: usize, const F: usize, const B: usize, const L: usize, const D: usize = 32> {
+    inner: A,
+    stack: St,
+    profiler: Profiler<S, F, B, L, D>,
+}
+
+impl<A, St, const S: usize, const F: usize, const B: usize, const L: usize, const D: usize> ProfiledAlloc<A, St, S, F, B, L, D> {
+    /// Wrap `inner`, sampling every `rate` bytes on average (0 = off, 1 = everything).
+    pub const fn new(inner: A, stack: St, rate: usize, seed: u64) -> Self {
+        ProfiledAlloc { inner, stack, profiler: Profiler::new(rate, seed) }
+    }
+
+    /// The profiler: cycles, counters, snapshots.
+    pub const fn profiler(&self) -> &Profiler<S, F, B, L, D> {
+        &self.profiler
+    }
+
+    /// The wrapped allocator.
+    pub const fn inner(&self) -> &A {
+        &self.inner
+    }
+}
+
+impl<A: GlobalAlloc, St: StackSource, const S: usize, const F: usize, const B: usize, const L: usize, const D: usize>
+    ProfiledAlloc<A, St, S, F, B, L, D>
+{
+    #[inline(always)]
+    fn after_alloc(&self, p: *mut u8, size: usize) {
+        if !p.is_null() {
+            // Frames at or below this local are the allocator's own.
+            let marker = 0u8;
+            let boundary = core::ptr::addr_of!(marker) as usize;
+            self.profiler.record_alloc_below(p, size, &self.stack, boundary);
+        }
+    }
+}
+
+// SAFETY: every call is forwarded to `inner` with the caller's arguments; the profiler
+// only observes the pointers.
+unsafe impl<A: GlobalAlloc, St: StackSource, const S: usize, const F: usize, const B: usize, const L: usize, const D: usize> GlobalAlloc
+    for ProfiledAlloc<A, St, S, F, B, L, D>
+{
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { self.inner.alloc(layout) };
+        self.after_alloc(p, layout.size());
+        p
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { self.inner.alloc_zeroed(layout) };
+        self.after_alloc(p, layout.size());
+        p
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        self.profiler.record_free(ptr);
+        unsafe { self.inner.dealloc(ptr, layout) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // Forget the old block before the inner allocator may hand its address to
+        // another thread. If the realloc fails the old block stays allocated but
+        // untracked: its eventual free is then just an unsampled free.
+        self.profiler.record_free(ptr);
+        let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
+        self.after_alloc(p, new_size);
+        p
+    }
+}

@@ -1,0 +1,265 @@
+//! The profiler: sampling decision, locking, re-entrancy, counters.
+#![deny(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use core::cell::{Cell, RefCell};
+use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
+
+use critical_section::Mutex;
+
+use crate::sampler::{countdown_start, Countdown, IntervalRng};
+use crate::stack::StackSource;
+use crate::tables::{Full, Tables};
+use crate::Counters;
+
+/// Filter slots per live-map entry: the free path's "could this be sampled?" check.
+const FILTER_WAYS: usize = 4;
+
+/// Everything behind the lock.
+pub(crate) struct Locked<const S: usize, const F: usize, const B: usize, const L: usize> {
+    pub(crate) tables: Tables<S, F, B, L>,
+    pub(crate) counters: Counters,
+    pub(crate) rate: usize,
+    rng: IntervalRng,
+}
+
+/// A heap profiler with fixed capacities: `S` interned stacks, `F` frames in the shared
+/// frame arena, `B` buckets, `L` live sampled objects, stacks of at most `D` frames.
+///
+/// `const`-constructible so it (or a [`ProfiledAlloc`](crate::ProfiledAlloc) holding it)
+/// can be a `static`. RAM on a 32-bit target:
+/// `12·S + 4·F + 40·B + 16·L` bytes plus a few words (see the README's "RAM footprint").
+pub struct Profiler<const S: usize, const F: usize, const B: usize, const L: usize, const D: usize = 32> {
+    countdown: Countdown,
+    /// Counting filter over sampled addresses: a free whose slot is zero cannot be a
+    /// sampled object and skips the lock. Written only inside the critical section.
+    filter: [[AtomicU8; FILTER_WAYS]; L],
+    /// Re-entrant entries, counted outside the (busy) tables.
+    reentrant: Mutex<Cell<u64>>,
+    locked: Mutex<RefCell<Locked<S, F, B, L>>>,
+}
+
+/// What happened to one `record_alloc` call (mostly for tests and pools).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    /// Not sampled: the fast path.
+    Skipped,
+    /// Sampled and recorded.
+    Sampled,
+    /// Sampled but dropped; the reason is counted in [`Counters`].
+    Dropped,
+}
+
+impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: usize> Profiler<S, F, B, L, D> {
+    const CHECK: () = assert!(D > 0 && D <= u16::MAX as usize, "stack depth: 1 ..= 65535");
+
+    /// A profiler sampling on average every `rate` bytes (1 = every allocation,
+    /// 0 = off), its random intervals seeded with `seed`.
+    pub const fn new(rate: usize, seed: u64) -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::CHECK;
+        Profiler {
+            countdown: Countdown::new(rate),
+            filter: [const { [const { AtomicU8::new(0) }; FILTER_WAYS] }; L],
+            reentrant: Mutex::new(Cell::new(0)),
+            locked: Mutex::new(RefCell::new(Locked {
+                tables: Tables::new(),
+                counters: Counters {
+                    samples: 0,
+                    stack_table_full: 0,
+                    bucket_table_full: 0,
+                    live_map_full: 0,
+                    reentrant: 0,
+                    unknown_frees: 0,
+                    truncated_stacks: 0,
+                },
+                rate,
+                rng: IntervalRng::new(seed),
+            })),
+        }
+    }
+
+    /// Record an allocation of `size` bytes at `ptr` (pools, arenas: anything that is
+    /// not a `GlobalAlloc`). Cheap unless sampled: a subtract and a branch.
+    ///
+    /// The first frame recorded is the caller of `record_alloc` when `stack` walks the
+    /// stack; a slice is recorded as given.
+    #[inline(always)]
+    pub fn record_alloc<St: StackSource + ?Sized>(&self, ptr: *const u8, size: usize, stack: &St) -> Recorded {
+        if !self.countdown.take(size) {
+            return Recorded::Skipped;
+        }
+        self.sampled(ptr as usize, size, stack, 0)
+    }
+
+    /// As [`record_alloc`](Self::record_alloc), with the stack boundary set by the
+    /// caller (the address of a local in the allocator's own frame, so the allocator's
+    /// frames are not recorded).
+    #[inline(always)]
+    pub(crate) fn record_alloc_below<St: StackSource + ?Sized>(&self, ptr: *const u8, size: usize, stack: &St, boundary: usize) -> Recorded {
+        if !self.countdown.take(size) {
+            return Recorded::Skipped;
+        }
+        self.sampled(ptr as usize, size, stack, boundary)
+    }
+
+    /// Record the free of `ptr`. A free of an object that was not sampled costs one
+    /// filter load that misses (no lock).
+    #[inline(always)]
+    pub fn record_free(&self, ptr: *const u8) {
+        let addr = ptr as usize;
+        if self.filter_slot(addr).is_some_and(|s| s.load(Relaxed) != 0) {
+            self.free_slow(addr);
+        }
+    }
+
+    #[inline(always)]
+    fn filter_slot(&self, addr: usize) -> Option<&AtomicU8> {
+        let n = L * FILTER_WAYS;
+        // Allocations are at least word aligned: drop the low bits, then mix.
+        let h = ((addr >> 3) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        let i = (h as usize) % n;
+        self.filter.get(i / FILTER_WAYS)?.get(i % FILTER_WAYS)
+    }
+
+    fn filter_add(&self, addr: usize) {
+        if let Some(s) = self.filter_slot(addr) {
+            // Inside the critical section: the only writer. Saturates (a stuck slot is
+            // a false positive, never a missed free).
+            let v = s.load(Relaxed);
+            s.store(v.saturating_add(1), Relaxed);
+        }
+    }
+
+    fn filter_remove(&self, addr: usize) {
+        if let Some(s) = self.filter_slot(addr) {
+            let v = s.load(Relaxed);
+            if v != 0 && v != u8::MAX {
+                s.store(v - 1, Relaxed);
+            }
+        }
+    }
+
+    /// The slow path: a sampled allocation. Captures the stack, interns it, finds the
+    /// bucket, tracks the address; every failure is a counter.
+    #[cold]
+    #[inline(never)]
+    fn sampled<St: StackSource + ?Sized>(&self, addr: usize, size: usize, stack: &St, boundary: usize) -> Recorded {
+        let marker = 0u8;
+        let here = core::hint::black_box(core::ptr::addr_of!(marker)) as usize;
+        let boundary = boundary.max(here);
+        critical_section::with(|cs| {
+            let Ok(mut g) = self.locked.borrow(cs).try_borrow_mut() else {
+                // Re-entered (the stack source, an interrupt or a sink allocated while
+                // we hold the tables): count, don't recurse. The countdown stays ≤ 0,
+                // so the next allocation is sampled instead.
+                let r = self.reentrant.borrow(cs);
+                r.set(r.get().wrapping_add(1));
+                return Recorded::Dropped;
+            };
+            let l = &mut *g;
+            let next = l.rng.next_interval(l.rate);
+            self.countdown.reset(next);
+            if l.rate == 0 {
+                return Recorded::Skipped;
+            }
+            l.counters.samples = l.counters.samples.wrapping_add(1);
+            let mut frames = [0usize; D];
+            let cap = stack.capture(boundary, &mut frames);
+            if cap.truncated {
+                l.counters.truncated_stacks = l.counters.truncated_stacks.wrapping_add(1);
+            }
+            let frames = frames.get(..cap.len).unwrap_or(&[]);
+            let bucket = match l.tables.intern(frames).and_then(|s| l.tables.bucket(s, size)) {
+                Ok(b) => b,
+                Err(Full::Stacks) => {
+                    l.counters.stack_table_full = l.counters.stack_table_full.wrapping_add(1);
+                    return Recorded::Dropped;
+                }
+                Err(Full::Buckets) => {
+                    l.counters.bucket_table_full = l.counters.bucket_table_full.wrapping_add(1);
+                    return Recorded::Dropped;
+                }
+            };
+            l.tables.alloc_in(bucket);
+            if l.tables.track(addr, bucket) {
+                self.filter_add(addr);
+            } else {
+                l.counters.live_map_full = l.counters.live_map_full.wrapping_add(1);
+            }
+            Recorded::Sampled
+        })
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn free_slow(&self, addr: usize) {
+        critical_section::with(|cs| {
+            let Ok(mut g) = self.locked.borrow(cs).try_borrow_mut() else {
+                let r = self.reentrant.borrow(cs);
+                r.set(r.get().wrapping_add(1));
+                return;
+            };
+            if g.tables.untrack(addr) {
+                self.filter_remove(addr);
+            } else {
+                g.counters.unknown_frees = g.counters.unknown_frees.wrapping_add(1);
+            }
+        })
+    }
+
+    /// Close the current record cycle: everything recorded so far becomes the published
+    /// view (see [`MemRecord`](crate::tables::MemRecord) for the exact rule). Call it
+    /// where the heap means something: the end of a main-loop turn, a timer tick.
+    ///
+    /// Touches every bucket with interrupts off: O(`B`). Returns `false` (and counts a
+    /// re-entry) when called from inside the profiler.
+    pub fn advance_cycle(&self) -> bool {
+        self.with_locked(|l| l.tables.advance()).is_some()
+    }
+
+    /// Change the mean sampling interval (0 = off, 1 = every allocation).
+    pub fn set_rate(&self, rate: usize) -> bool {
+        self.with_locked(|l| {
+            l.rate = rate;
+            self.countdown.reset_all(countdown_start(rate));
+        })
+        .is_some()
+    }
+
+    /// The current sampling rate.
+    pub fn rate(&self) -> usize {
+        self.with_locked(|l| l.rate).unwrap_or(0)
+    }
+
+    /// Everything dropped or skipped so far.
+    pub fn counters(&self) -> Counters {
+        critical_section::with(|cs| {
+            let mut c = self.locked.borrow(cs).try_borrow().map(|l| l.counters).unwrap_or_default();
+            c.reentrant = self.reentrant.borrow(cs).get();
+            c
+        })
+    }
+
+    /// Run `f` on the tables with the lock held (`None` when re-entered). Snapshots are
+    /// written from here, so keep `f` short on a device: interrupts are off.
+    pub(crate) fn with_locked<R>(&self, f: impl FnOnce(&mut Locked<S, F, B, L>) -> R) -> Option<R> {
+        critical_section::with(|cs| match self.locked.borrow(cs).try_borrow_mut() {
+            Ok(mut g) => Some(f(&mut g)),
+            Err(_) => {
+                let r = self.reentrant.borrow(cs);
+                r.set(r.get().wrapping_add(1));
+                None
+            }
+        })
+    }
+
+    /// Read-only view of the tables under the lock (`None` when re-entered).
+    pub fn with_tables<R>(&self, f: impl FnOnce(&Tables<S, F, B, L>) -> R) -> Option<R> {
+        self.with_locked(|l| f(&l.tables))
+    }
+
+    /// Number of sampled objects currently tracked in the live map.
+    pub fn live_objects(&self) -> usize {
+        self.with_tables(|t| t.live_objects()).unwrap_or(0)
+    }
+}

@@ -1,0 +1,189 @@
+//! Poisson sampling over bytes: which allocations get recorded.
+//!
+//! The heap is treated as a stream of bytes and each byte is sampled with probability
+//! `1/rate`, so the gap between two sampled bytes is exponential with mean `rate`
+//! (Go's `nextSample`, tcmalloc's `Sampler`). A per-profiler countdown holds the bytes
+//! left until the next sample; an allocation that drives it to zero or below is
+//! sampled and a fresh gap is drawn. A big object is therefore sampled with probability
+//! `1 - exp(-size/rate)`, which the host undoes per bucket.
+//!
+//! The not-sampled path ([`Countdown::take`]) is a load, a subtract, a branch and a
+//! store: no lock, no read-modify-write atomic, so it also works on thumbv6m (no CAS).
+#![deny(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use core::sync::atomic::{AtomicIsize, Ordering::Relaxed};
+
+use rand_core::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro128PlusPlus;
+
+/// Countdown shards. A host process has many threads on several cores: they pick a
+/// shard by their stack address (distinct per thread), so they rarely share a counter
+/// and a racy load/store loses almost no decrements. A device has one core and one
+/// shard (an interrupt that lands between the load and the store can lose its own
+/// decrement: a bias of at most one allocation per interrupt, documented in the README).
+#[cfg(feature = "std")]
+pub(crate) const SHARDS: usize = 16;
+#[cfg(not(feature = "std"))]
+pub(crate) const SHARDS: usize = 1;
+
+/// One shard, alone on its cache line on the host so threads don't false-share.
+#[cfg_attr(feature = "std", repr(align(64)))]
+struct Shard(AtomicIsize);
+
+/// Bytes left until the next sample, per shard.
+pub(crate) struct Countdown {
+    shards: [Shard; SHARDS],
+}
+
+/// Countdown value meaning "never sample" (rate 0).
+const OFF: isize = isize::MAX;
+
+impl Countdown {
+    /// All shards start one mean interval away (rate 1: the first allocation is sampled).
+    pub(crate) const fn new(rate: usize) -> Self {
+        let start = initial(rate);
+        Countdown { shards: [const { Shard(AtomicIsize::new(0)) }; SHARDS] }.with_all(start)
+    }
+
+    const fn with_all(self, v: isize) -> Self {
+        let mut s = self;
+        let mut i = 0;
+        while i < SHARDS {
+            s.shards[i] = Shard(AtomicIsize::new(v));
+            i += 1;
+        }
+        s
+    }
+
+    #[inline(always)]
+    fn shard(&self) -> &AtomicIsize {
+        #[cfg(feature = "std")]
+        {
+            // Thread stacks are megabytes apart; bits above 2 MiB tell threads apart.
+            let marker = 0u8;
+            let sp = core::ptr::addr_of!(marker) as usize;
+            let i = ((sp >> 21) ^ (sp >> 25)) % SHARDS;
+            // SAFETY: `i < SHARDS` by the modulo.
+            unsafe { &self.shards.get_unchecked(i).0 }
+        }
+        #[cfg(not(feature = "std"))]
+        {
+            let [s] = &self.shards;
+            &s.0
+        }
+    }
+
+    /// The fast path: charge `size` bytes; `true` when this allocation is sampled
+    /// (the caller then takes the slow path and calls [`Countdown::reset`]).
+    #[inline(always)]
+    pub(crate) fn take(&self, size: usize) -> bool {
+        let s = self.shard();
+        let left = s.load(Relaxed).wrapping_sub(size as isize);
+        if left > 0 {
+            s.store(left, Relaxed);
+            false
+        } else {
+            true
+        }
+    }
+
+    /// Start the next interval on the caller's shard.
+    #[inline]
+    pub(crate) fn reset(&self, next: isize) {
+        self.shard().store(next, Relaxed);
+    }
+
+    /// Restart every shard (rate changed).
+    pub(crate) fn reset_all(&self, next: isize) {
+        for s in &self.shards {
+            s.0.store(next, Relaxed);
+        }
+    }
+}
+
+const fn initial(rate: usize) -> isize {
+    match rate {
+        0 => OFF,
+        r if r > (isize::MAX as usize) => OFF,
+        r => r as isize,
+    }
+}
+
+/// Draws exponential intervals: the random half of the sampler.
+///
+/// Created lazily from the integrator's seed (the PRNG has no `const` constructor and
+/// the profiler must be `const`-constructible to live in a `static`).
+pub struct IntervalRng {
+    seed: u64,
+    rng: Option<Xoshiro128PlusPlus>,
+}
+
+impl IntervalRng {
+    /// A generator that will be seeded with `seed` on first use.
+    pub const fn new(seed: u64) -> Self {
+        IntervalRng { seed, rng: None }
+    }
+
+    /// A uniform value in `(0, 1]` with 24 bits of resolution (an `f32` mantissa).
+    #[inline]
+    fn uniform(&mut self) -> f32 {
+        let seed = self.seed;
+        let rng = self.rng.get_or_insert_with(|| Xoshiro128PlusPlus::seed_from_u64(seed));
+        let bits = rng.next_u32() >> 8; // 0 ..= 2^24-1
+        (bits as f32 + 1.0) * (1.0 / 16_777_216.0)
+    }
+
+    /// Next gap in bytes between samples: exponential with mean `rate`, as the
+    /// countdown value to store (rate 0 = off, rate 1 = every allocation).
+    ///
+    /// `-ln(u)` with `u` uniform in `(0, 1]` is Exp(1); f32 `logf` keeps it cheap on an
+    /// FPU-less or single-precision MCU and is far more precise than the sampling noise.
+    pub fn next_interval(&mut self, rate: usize) -> isize {
+        match rate {
+            0 => OFF,
+            1 => 0, // every allocation: any size ≥ 1 (and size 0) drives it to ≤ 0
+            r => {
+                let e = -libm::logf(self.uniform()); // 0 ..= 16.64
+                let gap = (e as f64) * (r as f64);
+                if gap >= (isize::MAX / 2) as f64 {
+                    isize::MAX / 2
+                } else {
+                    // +1: a gap of 0 would sample the very next allocation regardless
+                    // of its size; Go adds 1 for the same reason.
+                    gap as isize + 1
+                }
+            }
+        }
+    }
+}
+
+pub(crate) const fn countdown_start(rate: usize) -> isize {
+    initial(rate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_one_samples_every_allocation_and_zero_none() {
+        let c = Countdown::new(1);
+        let mut rng = IntervalRng::new(7);
+        for size in [1usize, 8, 4096] {
+            assert!(c.take(size));
+            c.reset(rng.next_interval(1));
+        }
+        let off = Countdown::new(0);
+        for _ in 0..1000 {
+            assert!(!off.take(1 << 20));
+        }
+    }
+
+    #[test]
+    fn countdown_crosses_zero_exactly_at_the_interval() {
+        let c = Countdown::new(100);
+        assert!(!c.take(60)); // 40 left
+        assert!(!c.take(39)); // 1 left
+        assert!(c.take(1)); // reaches 0: sampled
+    }
+}

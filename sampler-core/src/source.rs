@@ -1,0 +1,125 @@
+//! The profiler as a [`SnapshotSource`]: its tables go straight into the one snapshot
+//! encoder, no copy.
+#![deny(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use core::fmt;
+
+use postcard::ser_flavors::{Flavor, Slice};
+
+use crate::snapshot::{self, Bucket, EncodeError, Frames, Header, MappingRef, SnapshotSource, StackRef};
+use crate::tables::Tables;
+use crate::{Counters, Profiler};
+
+/// The profiler's tables borrowed under its lock, plus the mappings to publish.
+pub struct ProfilerView<'a, const S: usize, const F: usize, const B: usize, const L: usize> {
+    tables: &'a Tables<S, F, B, L>,
+    counters: Counters,
+    rate: usize,
+    mappings: &'a [MappingRef<'a>],
+}
+
+impl<const S: usize, const F: usize, const B: usize, const L: usize> SnapshotSource for ProfilerView<'_, S, F, B, L> {
+    fn header(&self) -> Header {
+        Header {
+            word_size: core::mem::size_of::<usize>() as u8,
+            sample_rate: self.rate as u64,
+            cycle: self.tables.cycle,
+            counters: self.counters,
+        }
+    }
+
+    fn mappings(&self) -> impl ExactSizeIterator<Item = MappingRef<'_>> {
+        self.mappings.iter().copied()
+    }
+
+    fn stacks(&self) -> impl ExactSizeIterator<Item = StackRef<'_>> {
+        self.tables.stacks().map(|(id, frames)| StackRef { id: u32::from(id), frames: Frames::Usize(frames) })
+    }
+
+    fn buckets(&self) -> impl ExactSizeIterator<Item = Bucket> {
+        self.tables.buckets().map(|b| Bucket {
+            stack_id: u32::from(b.stack),
+            size: b.size as u64,
+            active: b.record.active.to_cycle(b.size),
+        })
+    }
+}
+
+/// Why a snapshot was not written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SnapshotError {
+    /// Called from inside the profiler (e.g. an allocation hook or interrupt while the
+    /// profiler was recording); counted in `Counters::reentrant`.
+    Reentered,
+    /// The encoder or the sink failed.
+    Encode(EncodeError),
+}
+
+impl fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SnapshotError::Reentered => f.write_str("snapshot requested from inside the profiler (re-entrant call)"),
+            SnapshotError::Encode(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl core::error::Error for SnapshotError {}
+
+impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: usize> Profiler<S, F, B, L, D> {
+    /// Run `f` on a [`SnapshotSource`] view of the tables, with the lock held (the
+    /// tables stay still while `f` encodes them). On a device interrupts are off for
+    /// that time: write to RAM and send afterwards if that matters.
+    pub fn with_view<R>(&self, mappings: &[MappingRef<'_>], f: impl FnOnce(&ProfilerView<'_, S, F, B, L>) -> R) -> Result<R, SnapshotError> {
+        let reentrant = self.counters().reentrant;
+        self.with_locked(|l| {
+            let mut counters = l.counters;
+            counters.reentrant = reentrant;
+            f(&ProfilerView { tables: &l.tables, counters, rate: l.rate, mappings })
+        })
+        .ok_or(SnapshotError::Reentered)
+    }
+
+    /// Write a snapshot into any postcard [`Flavor`] (a UART, semihosting, a flash
+    /// page), streaming: no intermediate copy of the tables.
+    pub fn write_snapshot<Fl: Flavor>(&self, mappings: &[MappingRef<'_>], sink: Fl) -> Result<Fl::Output, SnapshotError> {
+        self.with_view(mappings, |v| snapshot::encode(v, sink))?.map_err(SnapshotError::Encode)
+    }
+
+    /// As [`write_snapshot`](Self::write_snapshot), COBS-framed (ends with `0x00`) for
+    /// serial links.
+    pub fn write_snapshot_framed<Fl: Flavor>(&self, mappings: &[MappingRef<'_>], sink: Fl) -> Result<Fl::Output, SnapshotError> {
+        self.with_view(mappings, |v| snapshot::encode_framed(v, sink))?.map_err(SnapshotError::Encode)
+    }
+
+    /// Write a snapshot into `buf`; returns the written prefix.
+    pub fn write_snapshot_to_slice<'b>(&self, mappings: &[MappingRef<'_>], buf: &'b mut [u8]) -> Result<&'b mut [u8], SnapshotError> {
+        self.write_snapshot(mappings, Slice::new(buf))
+    }
+
+    /// A snapshot as owned bytes (hosts). The buffer is allocated *outside* the lock
+    /// (an allocation inside would be the profiler re-entering itself), growing and
+    /// retrying if the tables outgrew it.
+    #[cfg(feature = "std")]
+    pub fn snapshot_vec(&self, mappings: &[MappingRef<'_>], framed: bool) -> Result<Vec<u8>, SnapshotError> {
+        let mut cap = 64 * 1024;
+        loop {
+            let mut buf = vec![0u8; cap];
+            let r = if framed {
+                self.write_snapshot_framed(mappings, Slice::new(&mut buf)).map(|o| o.len())
+            } else {
+                self.write_snapshot_to_slice(mappings, &mut buf).map(|o| o.len())
+            };
+            match r {
+                Ok(n) => {
+                    buf.truncate(n);
+                    return Ok(buf);
+                }
+                Err(SnapshotError::Encode(EncodeError::SinkFull)) if cap < (1 << 30) => {
+                    cap *= 4;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
