@@ -16,12 +16,15 @@ pub struct CobsFlavor<F: Flavor> {
     sink: F,
     block: [u8; BLOCK],
     len: u8,
+    /// A full block was just written and nothing followed yet: the (empty) last group
+    /// is then omitted, as the `cobs` crate does.
+    after_full: bool,
 }
 
 impl<F: Flavor> CobsFlavor<F> {
     /// Start a frame on `sink`.
     pub fn new(sink: F) -> Self {
-        Self { sink, block: [0; BLOCK], len: 0 }
+        Self { sink, block: [0; BLOCK], len: 0, after_full: false }
     }
 
     /// Emit the pending block as `code, data…` (code = data length + 1).
@@ -39,6 +42,7 @@ impl<F: Flavor> Flavor for CobsFlavor<F> {
 
     #[inline]
     fn try_push(&mut self, byte: u8) -> postcard::Result<()> {
+        self.after_full = false;
         if byte == 0 {
             return self.flush();
         }
@@ -50,16 +54,16 @@ impl<F: Flavor> Flavor for CobsFlavor<F> {
             // A full block's code (0xFF) implies no zero follows it.
             self.sink.try_push(0xFF)?;
             self.sink.try_extend(&self.block)?;
-            // A new (possibly empty) group starts; `finalize` always writes the last
-            // group, so 254 non-zero bytes end as `FF …254… 01 00`, as the `cobs`
-            // crate and postcard encode them.
             self.len = 0;
+            self.after_full = true;
         }
         Ok(())
     }
 
     fn finalize(mut self) -> postcard::Result<F::Output> {
-        self.flush()?;
+        if !self.after_full {
+            self.flush()?;
+        }
         self.sink.try_push(0)?;
         self.sink.finalize()
     }

@@ -44,3 +44,5 @@ pub fn small() -> Snapshot {
         ],
     }
 }
+
+pub mod strategy;

@@ -1,0 +1,69 @@
+//! proptest strategy for valid snapshots (what a correct encoder can be given).
+
+use proptest::collection::{btree_set, vec};
+use proptest::prelude::*;
+use sampler_core::decoded::{Bucket, Mapping, Snapshot, Stack};
+use sampler_core::{Counters, Cycle};
+
+fn counters() -> impl Strategy<Value = Counters> {
+    proptest::array::uniform7(any::<u64>()).prop_map(|c| Counters {
+        samples: c[0],
+        stack_table_full: c[1],
+        bucket_table_full: c[2],
+        live_map_full: c[3],
+        reentrant: c[4],
+        unknown_frees: c[5],
+        truncated_stacks: c[6],
+    })
+}
+
+fn mapping() -> impl Strategy<Value = Mapping> {
+    (any::<u64>(), any::<u64>(), any::<u64>(), ".{0,12}", vec(any::<u8>(), 0..21)).prop_map(
+        |(a, b, offset, name, build_id)| Mapping { start: a.min(b), end: a.max(b), offset, name, build_id },
+    )
+}
+
+/// Frames near a base (as return addresses are) or anywhere in the word.
+fn frames(word_max: u64) -> impl Strategy<Value = Vec<u64>> {
+    prop_oneof![
+        vec(0..=word_max, 0..8),
+        (0..=word_max, vec(-4096i64..4096, 0..40)).prop_map(move |(base, d)| {
+            d.iter()
+                .map(|&x| (base as i128 + x as i128).clamp(0, word_max as i128) as u64)
+                .collect()
+        }),
+    ]
+}
+
+pub fn snapshot() -> impl Strategy<Value = Snapshot> {
+    prop_oneof![Just(4u8), Just(8u8), Just(2u8)].prop_flat_map(|word_size| {
+        let word_max = if word_size == 8 { u64::MAX } else { (1u64 << (8 * word_size)) - 1 };
+        (
+            any::<u64>(),
+            any::<u64>(),
+            counters(),
+            vec(mapping(), 0..3),
+            btree_set(any::<u32>(), 0..12),
+            vec(frames(word_max), 12),
+            vec((any::<prop::sample::Index>(), any::<u64>(), proptest::array::uniform4(any::<u64>())), 0..30),
+        )
+            .prop_map(move |(sample_rate, cycle, counters, mappings, ids, frames, buckets)| {
+                let ids: Vec<u32> = ids.into_iter().collect();
+                let stacks: Vec<Stack> =
+                    ids.iter().zip(frames).map(|(&id, frames)| Stack { id, frames }).collect();
+                let buckets = if ids.is_empty() {
+                    vec![]
+                } else {
+                    buckets
+                        .into_iter()
+                        .map(|(i, size, c)| Bucket {
+                            stack_id: ids[i.index(ids.len())],
+                            size,
+                            active: Cycle { allocs: c[0], frees: c[1], alloc_bytes: c[2], free_bytes: c[3] },
+                        })
+                        .collect()
+                };
+                Snapshot { version: 1, word_size, sample_rate, cycle, counters, mappings, stacks, buckets }
+            })
+    })
+}

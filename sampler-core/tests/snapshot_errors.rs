@@ -1,0 +1,225 @@
+//! Bad input gets the right typed error, never a panic: truncation at every length,
+//! every single-bit flip, wrong version, wrong magic, trailing bytes, hostile counts,
+//! and semantic errors behind a valid CRC.
+
+mod snapshot_common;
+
+use sampler_core::decoded::{Bucket, Snapshot, Stack};
+use sampler_core::snapshot::{crc32, decode, decode_prefix, encode_to_vec, DecodeError, VERSION};
+
+fn fixture_bytes() -> Vec<u8> {
+    encode_to_vec(&snapshot_common::small()).unwrap()
+}
+
+/// Recompute the trailing CRC after editing the body, so the test reaches the check it
+/// is about instead of stopping at the CRC.
+fn reseal(mut bytes: Vec<u8>) -> Vec<u8> {
+    let n = bytes.len() - 4;
+    let crc = crc32(&bytes[..n]);
+    bytes[n..].copy_from_slice(&crc.to_le_bytes());
+    bytes
+}
+
+#[test]
+fn every_truncation_is_unexpected_eof() {
+    let bytes = fixture_bytes();
+    for len in 0..bytes.len() {
+        match decode(&bytes[..len]) {
+            Err(DecodeError::UnexpectedEof { offset, needed }) => {
+                assert!(offset <= len, "prefix {len}: offset {offset} beyond the input");
+                assert!(needed >= 1, "prefix {len}: needs {needed}");
+            }
+            other => panic!("prefix of {len}/{} bytes: expected UnexpectedEof, got {other:?}", bytes.len()),
+        }
+    }
+}
+
+#[test]
+fn truncation_reports_exactly_what_is_missing_in_the_crc() {
+    let bytes = fixture_bytes();
+    let n = bytes.len();
+    assert_eq!(decode(&bytes[..n - 3]), Err(DecodeError::UnexpectedEof { offset: n - 4, needed: 3 }));
+}
+
+#[test]
+fn every_single_bit_flip_is_a_typed_error() {
+    let bytes = fixture_bytes();
+    let body = bytes.len() - 4;
+    let (mut crc, mut other) = (0, 0);
+    for i in 0..bytes.len() {
+        for bit in 0..8 {
+            let mut b = bytes.clone();
+            b[i] ^= 1 << bit;
+            match decode(&b) {
+                Ok(s) => panic!("flip of bit {bit} in byte {i} decoded as {s:?}"),
+                Err(DecodeError::BadCrc { .. }) => crc += 1,
+                Err(e) => {
+                    // Flips in the stored CRC itself must be reported as a CRC error.
+                    assert!(i < body, "flip in CRC byte {i} gave {e:?}");
+                    // Errors other than the CRC can only come from structure: magic,
+                    // version, a count or varint continuation bit.
+                    assert!(
+                        matches!(
+                            e,
+                            DecodeError::BadMagic { .. }
+                                | DecodeError::UnsupportedVersion { .. }
+                                | DecodeError::UnexpectedEof { .. }
+                                | DecodeError::Malformed { .. }
+                        ),
+                        "{e:?}"
+                    );
+                    other += 1;
+                }
+            }
+        }
+    }
+    // Most flips hit a value, where only the CRC can notice them.
+    assert!(crc > other, "{crc} CRC errors vs {other} others");
+}
+
+#[test]
+fn value_flip_is_bad_crc_with_both_crcs() {
+    let bytes = fixture_bytes();
+    let mut b = bytes.clone();
+    b[0x0c] ^= 0x01; // samples counter 42 -> 43: same structure, different value
+    let n = b.len() - 4;
+    let stored = u32::from_le_bytes(bytes[n..].try_into().unwrap());
+    assert_eq!(decode(&b), Err(DecodeError::BadCrc { offset: n, expected: stored, found: crc32(&b[..n]) }));
+}
+
+#[test]
+fn other_versions_are_unsupported() {
+    for v in [0u16, 2, 0x100, u16::MAX] {
+        let mut b = fixture_bytes();
+        b[4..6].copy_from_slice(&v.to_le_bytes());
+        let e = decode(&reseal(b)).unwrap_err();
+        assert_eq!(e, DecodeError::UnsupportedVersion { found: v, supported: VERSION });
+        assert!(e.to_string().contains(&format!("version {v}")), "{e}");
+    }
+    // Even a truncated snapshot of another version says so (nothing after is read).
+    let mut b = fixture_bytes();
+    b[4] = 2;
+    assert!(matches!(decode(&b[..7]), Err(DecodeError::UnsupportedVersion { found: 2, .. })));
+}
+
+#[test]
+fn other_files_are_bad_magic() {
+    for junk in [&b"\x1f\x8b\x08\x00gzip"[..], b"HSNQ\x01\x00", b"X", b"\x06HSNP\x01"] {
+        assert!(matches!(decode(junk), Err(DecodeError::BadMagic { .. })), "{junk:?}");
+    }
+    assert!(matches!(decode(b"HS"), Err(DecodeError::UnexpectedEof { offset: 0, needed: 2 })));
+    let e = decode(b"PK\x03\x04zip").unwrap_err();
+    assert!(e.to_string().contains("not a heapsnap snapshot"), "{e}");
+}
+
+#[test]
+fn trailing_bytes_are_malformed_but_decode_prefix_reads_flash_dumps() {
+    let mut b = fixture_bytes();
+    let n = b.len();
+    b.extend_from_slice(&[0xff; 32]); // erased flash after the snapshot
+    assert!(matches!(decode(&b), Err(DecodeError::Malformed { offset, .. }) if offset == n));
+    let (snap, used) = decode_prefix(&b).unwrap();
+    assert_eq!((snap, used), (snapshot_common::small(), n));
+}
+
+/// A hostile count must fail fast on the bytes that remain, not allocate for it (if it
+/// did allocate, `Vec::with_capacity` of 2^60 stacks would abort this test binary).
+#[test]
+fn hostile_counts_do_not_allocate() {
+    let s = Snapshot { version: 1, word_size: 8, ..Default::default() };
+    let b = encode_to_vec(&s).unwrap();
+    // Layout: magic(4) version(2) word(1) rate(1) cycle(1) 07 + 7 counters, then
+    // mapping count at offset 17.
+    for count_at in [17usize, 18, 19] {
+        let mut h = b[..count_at].to_vec();
+        h.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0f]); // 2^63-1
+        h.extend_from_slice(&b[count_at + 1..]);
+        match decode(&h) {
+            Err(DecodeError::UnexpectedEof { offset, needed }) => {
+                assert_eq!(offset, count_at);
+                assert!(needed > 1 << 40, "{needed}");
+            }
+            other => panic!("count at {count_at}: {other:?}"),
+        }
+    }
+    // Same for a frame count and a name length.
+    let mut s = snapshot_common::small();
+    s.stacks.truncate(1);
+    s.stacks[0].frames.truncate(1);
+    s.buckets.retain(|b| b.stack_id == 0);
+    let b = encode_to_vec(&s).unwrap();
+    let at = 0x2b; // frame count of stack 0
+    assert_eq!(b[at], 1);
+    let mut h = b[..at].to_vec();
+    h.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
+    h.extend_from_slice(&b[at + 1..]);
+    assert!(matches!(decode(&h), Err(DecodeError::UnexpectedEof { offset, .. }) if offset == at));
+}
+
+#[test]
+fn overlong_varint_is_malformed() {
+    let s = Snapshot { version: 1, word_size: 8, ..Default::default() };
+    let b = encode_to_vec(&s).unwrap();
+    let mut h = b[..7].to_vec(); // up to and including word size
+    h.extend_from_slice(&[0x80; 11]); // sample_rate: a varint longer than 10 bytes
+    h.extend_from_slice(&b[8..]);
+    assert!(matches!(decode(&h), Err(DecodeError::Malformed { offset: 7, .. })), "{:?}", decode(&h));
+}
+
+/// Checks of meaning, behind a valid CRC (an encoder bug or a hostile file).
+#[test]
+fn semantic_errors_are_malformed_with_offsets() {
+    let base = snapshot_common::small();
+    let cases: Vec<(Snapshot, &str)> = vec![
+        (Snapshot { word_size: 3, ..base.clone() }, "word size 3"),
+        (
+            Snapshot { buckets: vec![Bucket { stack_id: 9, ..base.buckets[0] }], ..base.clone() },
+            "stack id 9",
+        ),
+        (
+            Snapshot { stacks: vec![Stack { id: 0, frames: vec![1 << 32] }], buckets: vec![], ..base.clone() },
+            "does not fit the 4-byte word size",
+        ),
+        (
+            Snapshot {
+                stacks: vec![Stack { id: 5, frames: vec![] }, Stack { id: 5, frames: vec![1] }],
+                buckets: vec![],
+                ..base.clone()
+            },
+            "stack id 5 appears twice",
+        ),
+        (
+            Snapshot {
+                mappings: vec![sampler_core::decoded::Mapping { start: 10, end: 5, ..base.mappings[0].clone() }],
+                ..base.clone()
+            },
+            "ends (0x5) before it starts (0xa)",
+        ),
+    ];
+    for (s, what) in cases {
+        let b = encode_to_vec(&s).unwrap();
+        match decode(&b) {
+            Err(e @ DecodeError::Malformed { .. }) => {
+                let text = e.to_string();
+                assert!(text.contains(what), "expected `{what}` in `{text}`");
+                assert!(text.contains("at byte "), "{text}");
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    // A name that is not UTF-8: patch "fw.elf" in the fixture and reseal.
+    let mut b = fixture_bytes();
+    b[0x1e] = 0xff;
+    assert!(matches!(decode(&reseal(b)), Err(DecodeError::Malformed { offset: 0x1d, .. })));
+}
+
+#[test]
+fn error_texts_say_what_and_where() {
+    let b = fixture_bytes();
+    let e = decode(&b[..40]).unwrap_err();
+    assert!(e.to_string().contains("truncated") && e.to_string().contains("byte"), "{e}");
+    let mut c = b.clone();
+    c[0x0c] ^= 1;
+    let e = decode(&c).unwrap_err().to_string();
+    assert!(e.contains("checksum mismatch") && e.contains("byte 82"), "{e}");
+}

@@ -1,0 +1,121 @@
+//! COBS framing: the streaming `CobsFlavor` against the `cobs` crate, and reading raw
+//! serial captures with garbage, torn and corrupt frames.
+
+mod snapshot_common;
+
+use postcard::ser_flavors::{ExtendFlavor, Flavor};
+use proptest::prelude::*;
+use sampler_core::decoded::Snapshot;
+use sampler_core::snapshot::{decode_frames, encode_framed_to_vec, CobsFlavor, DecodeError};
+
+fn cobs_stream(data: &[u8]) -> Vec<u8> {
+    let mut f = CobsFlavor::new(ExtendFlavor::new(Vec::new()));
+    for &b in data {
+        f.try_push(b).unwrap();
+    }
+    f.finalize().unwrap()
+}
+
+fn cobs_reference(data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0u8; cobs::max_encoding_length(data.len()) + 2];
+    let n = cobs::encode(data, &mut out);
+    out.truncate(n);
+    out.push(0);
+    out
+}
+
+#[test]
+fn cobs_block_boundaries_match_the_reference() {
+    // Empty input is the one place the crate differs (it writes nothing); a snapshot is
+    // never empty, and `01 00` is the textbook encoding of it.
+    assert_eq!(cobs_stream(&[]), [1, 0]);
+    for len in [1usize, 253, 254, 255, 508, 509, 1000] {
+        for zero_at in [None, Some(0), Some(len / 2), Some(len.saturating_sub(1))] {
+            let mut data: Vec<u8> = (0..len).map(|i| (i % 255 + 1) as u8).collect();
+            if let Some(z) = zero_at.filter(|&z| z < len) {
+                data[z] = 0;
+            }
+            assert_eq!(cobs_stream(&data), cobs_reference(&data), "len {len}, zero at {zero_at:?}");
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn cobs_matches_the_reference(data in proptest::collection::vec(
+        prop_oneof![9 => 1u8..=255, 1 => Just(0u8)], 1..2000)) {
+        let framed = cobs_stream(&data);
+        prop_assert_eq!(&framed, &cobs_reference(&data));
+        prop_assert!(!framed[..framed.len() - 1].contains(&0));
+        prop_assert_eq!(*framed.last().unwrap(), 0);
+    }
+}
+
+fn numbered(cycle: u64) -> Snapshot {
+    Snapshot { cycle, ..snapshot_common::small() }
+}
+
+#[test]
+fn capture_with_garbage_and_torn_frames_yields_the_last_good_snapshot() {
+    let f1 = encode_framed_to_vec(&numbered(1)).unwrap();
+    let f2 = encode_framed_to_vec(&numbered(2)).unwrap();
+    let f3 = encode_framed_to_vec(&numbered(3)).unwrap();
+    let f4 = encode_framed_to_vec(&numbered(4)).unwrap();
+    let f5 = encode_framed_to_vec(&numbered(5)).unwrap();
+
+    let mut cap = Vec::new();
+    cap.extend_from_slice(b"boot: heap at 0x20000000\r\n"); // banner, no delimiter
+    cap.extend_from_slice(&f1); // good (after the banner is split off)
+    cap.extend_from_slice(&f2[..40]); // device reset mid-frame: torn, no delimiter
+    cap.extend_from_slice(&f3); // good
+    cap.extend_from_slice(&[0, 0]); // idle delimiters: ignored
+    let mut bad = f4.clone();
+    bad[13] ^= 0x04; // line noise in a counter's value (not producing a 0x00)
+    assert_ne!(bad[13], 0);
+    cap.extend_from_slice(&bad); // CRC error
+    cap.extend_from_slice(&f5[..50]); // capture stopped mid-frame
+
+    let c = decode_frames(&cap);
+    let cycles: Vec<Option<u64>> = c.frames.iter().map(|f| f.result.as_ref().ok().map(|s| s.cycle)).collect();
+    assert_eq!(cycles, vec![None, Some(1), None, Some(3), None, None], "{c:#?}");
+    assert_eq!(c.last_good(), Some(&numbered(3)));
+    assert_eq!(c.bad_count(), 4);
+
+    // What each bad frame says, and where it is.
+    let banner = &c.frames[0];
+    assert_eq!((banner.offset, banner.len), (0, 26)); // the code byte of f1 follows it
+    assert!(matches!(banner.result, Err(DecodeError::BadMagic { .. }) | Err(DecodeError::BadFrame { .. })));
+    assert_eq!(c.frames[1].offset, 26);
+    assert!(c.frames[2].result.is_err());
+    assert_eq!(c.frames[2].len, 40);
+    assert!(matches!(c.frames[4].result, Err(DecodeError::BadCrc { .. })), "{:?}", c.frames[4].result);
+    match &c.frames[5].result {
+        Err(e @ DecodeError::BadFrame { .. }) => assert!(e.to_string().contains("torn"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn empty_and_delimiter_only_captures_have_no_frames() {
+    assert!(decode_frames(&[]).frames.is_empty());
+    assert!(decode_frames(&[0, 0, 0]).frames.is_empty());
+    assert_eq!(decode_frames(&[0, 0, 0]).last_good(), None);
+}
+
+proptest! {
+    /// Random garbage between good frames never hides them.
+    #[test]
+    fn good_frames_survive_garbage_between_them(
+        junk in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 1..5)
+    ) {
+        let mut cap = Vec::new();
+        for (i, j) in junk.iter().enumerate() {
+            cap.extend_from_slice(j);
+            cap.push(0); // the device always sends a frame's own delimiter; junk may not
+            cap.extend_from_slice(&encode_framed_to_vec(&numbered(i as u64)).unwrap());
+        }
+        let c = decode_frames(&cap);
+        let good: Vec<u64> = c.frames.iter().filter_map(|f| f.result.as_ref().ok()).map(|s| s.cycle).collect();
+        prop_assert_eq!(good, (0..junk.len() as u64).collect::<Vec<_>>());
+    }
+}

@@ -1,0 +1,102 @@
+//! Golden bytes: the fixture snapshot must encode to exactly the checked-in bytes, and
+//! the worked example in `docs/snapshot-format.md` must be those bytes too, so the spec,
+//! the encoder and the decoder cannot drift apart unnoticed.
+//!
+//! A deliberate format change: run with `BLESS=1` to rewrite `tests/golden/*`, bump
+//! `VERSION`, and update the spec's example (this test prints the new hex dump).
+
+mod snapshot_common;
+
+use std::path::PathBuf;
+
+use sampler_core::snapshot::{decode, decode_frames, encode_framed_to_vec, encode_to_vec, VERSION};
+
+fn golden(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name)
+}
+
+/// Compare with the golden file, or write it under `BLESS=1`.
+fn check_golden(name: &str, actual: &[u8]) {
+    let path = golden(name);
+    if std::env::var_os("BLESS").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        eprintln!("blessed {}:\n{}", path.display(), hex_dump(actual));
+        return;
+    }
+    let expected = std::fs::read(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with BLESS=1 to create it)", path.display()));
+    assert!(
+        expected == actual,
+        "{name} changed: the wire format is not what the golden file pins.\nexpected:\n{}\nactual:\n{}\n\
+         If the change is deliberate, bump VERSION, run with BLESS=1 and update docs/snapshot-format.md.",
+        hex_dump(&expected),
+        hex_dump(actual)
+    );
+}
+
+/// `offset: xx xx …` lines of 16 bytes, the layout the spec uses.
+fn hex_dump(bytes: &[u8]) -> String {
+    bytes
+        .chunks(16)
+        .enumerate()
+        .map(|(i, c)| {
+            let hex: Vec<String> = c.iter().map(|b| format!("{b:02x}")).collect();
+            format!("{:04x}: {}", i * 16, hex.join(" "))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn fixture_encodes_to_the_golden_bytes() {
+    let bytes = encode_to_vec(&snapshot_common::small()).unwrap();
+    check_golden("small.bin", &bytes);
+}
+
+#[test]
+fn framed_fixture_encodes_to_the_golden_bytes() {
+    let bytes = encode_framed_to_vec(&snapshot_common::small()).unwrap();
+    check_golden("small.cobs", &bytes);
+}
+
+#[test]
+fn golden_bytes_decode_to_the_fixture() {
+    let bytes = std::fs::read(golden("small.bin")).unwrap();
+    let snap = decode(&bytes).unwrap();
+    assert_eq!(snap, snapshot_common::small());
+    assert_eq!(snap.version, VERSION);
+
+    let framed = std::fs::read(golden("small.cobs")).unwrap();
+    let capture = decode_frames(&framed);
+    assert_eq!(capture.frames.len(), 1);
+    assert_eq!(capture.last_good(), Some(&snapshot_common::small()));
+}
+
+/// The spec's worked example (the hex block after `<!-- golden: small.bin -->`) is the
+/// golden file, byte for byte.
+#[test]
+fn spec_worked_example_is_the_golden_bytes() {
+    let spec_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/snapshot-format.md");
+    let spec = std::fs::read_to_string(&spec_path).unwrap();
+    let expected = std::fs::read(golden("small.bin")).unwrap();
+    for (marker, want) in [
+        ("<!-- golden: small.bin -->", expected),
+        ("<!-- golden: small.cobs -->", std::fs::read(golden("small.cobs")).unwrap()),
+    ] {
+        let at = spec.find(marker).unwrap_or_else(|| panic!("spec has no `{marker}` block"));
+        let block = &spec[at + marker.len()..];
+        let block = &block[block.find("```").unwrap() + 3..];
+        let block = &block[block.find('\n').unwrap() + 1..];
+        let block = &block[..block.find("```").unwrap()];
+        let mut bytes = Vec::new();
+        for line in block.lines() {
+            // `0000: 48 53 …  ; comment` — hex pairs between the colon and any `;`.
+            let line = line.split(';').next().unwrap();
+            let Some((_, hex)) = line.split_once(':') else { continue };
+            for pair in hex.split_whitespace() {
+                bytes.push(u8::from_str_radix(pair, 16).unwrap_or_else(|_| panic!("bad hex `{pair}` in spec")));
+            }
+        }
+        assert!(bytes == want, "spec example after `{marker}` differs from the golden file:\n{}", hex_dump(&want));
+    }
+}
