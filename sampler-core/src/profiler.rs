@@ -102,27 +102,33 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
         self.sampled(ptr as usize, size, stack, boundary)
     }
 
-    /// Record the free of `ptr`. A free of an object that was not sampled costs one
-    /// filter load that misses (no lock).
+    /// Record the free of `ptr`. A free of an object that was not sampled usually costs
+    /// one filter load that misses (no lock).
     #[inline(always)]
     pub fn record_free(&self, ptr: *const u8) {
         let addr = ptr as usize;
-        if self.filter_slot(addr).is_some_and(|s| s.load(Relaxed) != 0) {
+        let (a, b) = self.filter_slots(addr);
+        if a.is_some_and(|s| s.load(Relaxed) != 0) && b.is_some_and(|s| s.load(Relaxed) != 0) {
             self.free_slow(addr);
         }
     }
 
+    /// The two counting-Bloom-filter slots of `addr` (k = 2: a freed address that is
+    /// reused over and over rarely collides with a live sampled one in both).
     #[inline(always)]
-    fn filter_slot(&self, addr: usize) -> Option<&AtomicU8> {
+    fn filter_slots(&self, addr: usize) -> (Option<&AtomicU8>, Option<&AtomicU8>) {
         let n = L * FILTER_WAYS;
         // Allocations are at least word aligned: drop the low bits, then mix.
-        let h = ((addr >> 3) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
-        let i = (h as usize) % n;
-        self.filter.get(i / FILTER_WAYS)?.get(i % FILTER_WAYS)
+        let x = (addr >> 3) as u64;
+        let h1 = (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize % n;
+        let h2 = (x.wrapping_mul(0xC2B2_AE3D_27D4_EB4F) >> 32) as usize % n;
+        let slot = |i: usize| self.filter.get(i / FILTER_WAYS).and_then(|w| w.get(i % FILTER_WAYS));
+        (slot(h1), slot(h2))
     }
 
     fn filter_add(&self, addr: usize) {
-        if let Some(s) = self.filter_slot(addr) {
+        let (a, b) = self.filter_slots(addr);
+        for s in [a, b].into_iter().flatten() {
             // Inside the critical section: the only writer. Saturates (a stuck slot is
             // a false positive, never a missed free).
             let v = s.load(Relaxed);
@@ -131,7 +137,8 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
     }
 
     fn filter_remove(&self, addr: usize) {
-        if let Some(s) = self.filter_slot(addr) {
+        let (a, b) = self.filter_slots(addr);
+        for s in [a, b].into_iter().flatten() {
             let v = s.load(Relaxed);
             if v != 0 && v != u8::MAX {
                 s.store(v - 1, Relaxed);
@@ -224,6 +231,11 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
             self.countdown.reset_all(countdown_start(rate));
         })
         .is_some()
+    }
+
+    /// Restart the interval generator from `seed` (e.g. a seed chosen at run time).
+    pub fn reseed(&self, seed: u64) -> bool {
+        self.with_locked(|l| l.rng = IntervalRng::new(seed)).is_some()
     }
 
     /// The current sampling rate.
