@@ -3,4 +3,10 @@
 //! binary and the browser viewer use.
 
 pub mod analysis;
+pub mod convert;
+pub mod input;
+pub mod inspect;
 pub mod profile;
+pub mod report;
+#[cfg(feature = "symbolize")]
+pub mod symbolize;

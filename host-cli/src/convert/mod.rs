@@ -1,0 +1,261 @@
+//! Snapshot → profile: unsampling (Go's `scaleHeapSample`), symbolization, and the
+//! output formats (one file per format, as inferno's `collapse/*`): pprof (the
+//! [`Profile`] itself, written by [`crate::profile::encode`]), folded stacks, and the
+//! legacy gperftools heap text.
+
+mod folded;
+mod legacy;
+#[cfg(feature = "symbolize")]
+mod resolve;
+
+pub use folded::folded;
+pub use legacy::legacy_text;
+#[cfg(feature = "symbolize")]
+pub use resolve::{ElfSource, Resolver};
+
+use crate::inspect;
+use crate::profile::{Builder, Line, Mapping, Profile};
+use sampler_core::decoded::Snapshot;
+use std::collections::HashMap;
+
+/// The four sample types of a heap profile, in Go's order (pprof's default, the last,
+/// is `inuse_space`).
+pub const SAMPLE_TYPES: [(&str, &str); 4] = [
+    ("alloc_objects", "count"),
+    ("alloc_space", "bytes"),
+    ("inuse_objects", "count"),
+    ("inuse_space", "bytes"),
+];
+
+/// Why a snapshot cannot be converted.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConvertError {
+    /// An ELF given by the user is from another build than the snapshot's program.
+    #[error("{elf}: build id {elf_id} does not match the snapshot's mapping {mapping} (build id {mapping_id}): the snapshot was taken from a different build of this program")]
+    BuildIdMismatch {
+        /// The ELF's name.
+        elf: String,
+        /// Its build id (hex).
+        elf_id: String,
+        /// The mapping's name.
+        mapping: String,
+        /// The mapping's build id (hex).
+        mapping_id: String,
+    },
+    /// An ELF given by the user matches none of the snapshot's mappings.
+    #[error("{elf} (build id {elf_id}) matches none of the snapshot's mappings: {mappings}")]
+    NoMatchingMapping {
+        /// The ELF's name.
+        elf: String,
+        /// Its build id (hex), or "none".
+        elf_id: String,
+        /// The snapshot's mappings with their build ids.
+        mappings: String,
+    },
+    /// An ELF could not be read.
+    #[cfg(feature = "symbolize")]
+    #[error(transparent)]
+    Symbolize(#[from] crate::symbolize::SymbolizeError),
+}
+
+/// One (possibly inlined) frame at an address.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SymFrame {
+    /// Demangled function name without the hash (`crate::module::function`).
+    pub function: String,
+    /// The name as stored (mangled), for pprof's `system_name`.
+    pub system_name: String,
+    /// Source file path, "" if unknown.
+    pub file: String,
+    /// Line number, 0 if unknown.
+    pub line: u32,
+    /// Column, 0 if unknown.
+    pub column: u32,
+}
+
+/// Symbolized frames of one address: what [`to_profile`] needs from a symbolizer.
+#[derive(Clone, Debug, Default)]
+pub struct Resolved {
+    /// Index into [`Symbols::mappings`] of the mapping the address is in.
+    pub mapping: Option<usize>,
+    /// Frames, innermost (inlined) first; empty = unsymbolized.
+    pub frames: Vec<SymFrame>,
+    /// Frames came from DWARF (files, lines, inline info) rather than a symbol table.
+    pub dwarf: bool,
+}
+
+/// What conversion asks of symbolization: the pprof mappings and the frames of each
+/// return address. Without the `symbolize` feature, [`NoSymbols`] keeps addresses.
+pub trait Symbols {
+    /// The mappings locations point into (pprof `Mapping`s without ids; filename and
+    /// build id as strings).
+    fn mappings(&self) -> Vec<(Mapping, String, String)>;
+    /// The frames at a captured return address.
+    fn resolve(&mut self, return_address: u64) -> Resolved;
+}
+
+/// No symbolization: addresses with their snapshot mappings.
+pub struct NoSymbols<'a>(pub &'a Snapshot);
+
+impl Symbols for NoSymbols<'_> {
+    fn mappings(&self) -> Vec<(Mapping, String, String)> {
+        snapshot_mappings(self.0)
+    }
+    fn resolve(&mut self, a: u64) -> Resolved {
+        Resolved {
+            mapping: mapping_index(self.0, a),
+            ..Default::default()
+        }
+    }
+}
+
+/// The snapshot's mappings as pprof mappings.
+pub fn snapshot_mappings(s: &Snapshot) -> Vec<(Mapping, String, String)> {
+    s.mappings
+        .iter()
+        .map(|m| {
+            (
+                Mapping {
+                    memory_start: m.start,
+                    memory_limit: m.end,
+                    file_offset: m.offset,
+                    ..Default::default()
+                },
+                m.name.clone(),
+                hex(&m.build_id),
+            )
+        })
+        .collect()
+}
+
+/// Index of the snapshot mapping containing `addr`.
+pub fn mapping_index(s: &Snapshot, addr: u64) -> Option<usize> {
+    s.mappings
+        .iter()
+        .position(|m| addr >= m.start && addr < m.end)
+}
+
+/// Lower-case hex (build ids).
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Go's `scaleHeapSample`: the expected number and size of all allocations that a
+/// sample of `count` objects / `size` bytes at mean interval `rate` stands for
+/// (`scale = 1 / (1 - exp(-avg/rate))`). Rate ≤ 1 = every allocation was recorded.
+pub fn scale_heap_sample(count: i64, size: i64, rate: i64) -> (i64, i64) {
+    if count == 0 || size == 0 {
+        return (0, 0);
+    }
+    if rate <= 1 {
+        return (count, size);
+    }
+    let avg = size as f64 / count as f64;
+    let scale = 1.0 / (1.0 - (-avg / rate as f64).exp());
+    ((count as f64 * scale) as i64, (size as f64 * scale) as i64)
+}
+
+/// The four unsampled values of a bucket, in [`SAMPLE_TYPES`] order.
+pub fn bucket_values(b: &sampler_core::decoded::Bucket, rate: u64) -> [i64; 4] {
+    let rate = i64::try_from(rate).unwrap_or(i64::MAX);
+    let c = &b.active;
+    let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    let (ao, ab) = scale_heap_sample(i(c.allocs), i(c.alloc_bytes), rate);
+    let (io, ib) = scale_heap_sample(
+        i(c.allocs.saturating_sub(c.frees)),
+        i(c.alloc_bytes.saturating_sub(c.free_bytes)),
+        rate,
+    );
+    [ao, ab, io, ib]
+}
+
+/// Converts a snapshot into a heap profile: one sample per bucket with a non-zero
+/// value, values unsampled, a `bytes` label with the object size, the counters and
+/// warnings as comments. Deterministic: the same snapshot and ELFs give the same
+/// profile. `progress(done, total)` is called now and then with bucket counts.
+pub fn to_profile(
+    snap: &Snapshot,
+    symbols: &mut dyn Symbols,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Profile {
+    let mut b = Builder::new();
+    for (t, u) in SAMPLE_TYPES {
+        b.sample_type(t, u);
+    }
+    b.period(
+        "space",
+        "bytes",
+        i64::try_from(snap.sample_rate).unwrap_or(i64::MAX),
+    );
+    for c in inspect::comments(snap) {
+        b.comment(&c);
+    }
+
+    let maps: Vec<u64> = symbols
+        .mappings()
+        .iter()
+        .map(|(m, file, id)| b.mapping(m, file, id).0)
+        .collect();
+    // Per pprof mapping: what symbolization provided (functions, files, lines, dwarf).
+    let mut flags: HashMap<u64, [bool; 4]> = HashMap::new();
+    let mut locations: HashMap<u64, u64> = HashMap::new();
+    let stacks: HashMap<u32, &[u64]> = snap
+        .stacks
+        .iter()
+        .map(|s| (s.id, s.frames.as_slice()))
+        .collect();
+    let total = snap.buckets.len() as u64;
+    for (n, bucket) in snap.buckets.iter().enumerate() {
+        if n % 4096 == 0 {
+            progress(n as u64, total);
+        }
+        let values = bucket_values(bucket, snap.sample_rate);
+        if values.iter().all(|&v| v == 0) {
+            continue;
+        }
+        let frames = stacks.get(&bucket.stack_id).copied().unwrap_or(&[]);
+        let mut locs = Vec::with_capacity(frames.len());
+        for &addr in frames {
+            let id = match locations.get(&addr) {
+                Some(&id) => id,
+                None => {
+                    let r = symbols.resolve(addr);
+                    let mapping_id = r.mapping.and_then(|i| maps.get(i)).copied().unwrap_or(0);
+                    let mut lines = Vec::with_capacity(r.frames.len());
+                    for f in &r.frames {
+                        let fid = b.function(&f.function, &f.system_name, &f.file, 0);
+                        lines.push(Line {
+                            function_id: fid,
+                            line: i64::from(f.line),
+                            column: 0,
+                        });
+                    }
+                    if mapping_id != 0 && !r.frames.is_empty() {
+                        let fl = flags.entry(mapping_id).or_default();
+                        fl[0] |= r.frames.iter().any(|f| !f.function.is_empty());
+                        fl[1] |= r.frames.iter().any(|f| !f.file.is_empty());
+                        fl[2] |= r.frames.iter().any(|f| f.line != 0);
+                        fl[3] |= r.dwarf;
+                    }
+                    let id = b.location(mapping_id, addr, lines, false);
+                    locations.insert(addr, id);
+                    id
+                }
+            };
+            locs.push(id);
+        }
+        let size = i64::try_from(bucket.size).unwrap_or(i64::MAX);
+        let label = if size != 0 {
+            vec![b.num_label("bytes", size, "")]
+        } else {
+            vec![]
+        };
+        b.sample(locs, values.to_vec(), label);
+    }
+    progress(total, total);
+    for (id, [f, n, l, i]) in flags {
+        b.mapping_flags(id, f, n, l, i);
+    }
+    b.finish()
+}

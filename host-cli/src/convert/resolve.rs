@@ -1,0 +1,217 @@
+//! Which ELF symbolizes which address: snapshot mappings matched to ELFs by GNU build
+//! id (or by name when the snapshot has none), PIE addresses translated through the
+//! mapping and the ELF's program headers; firmware (no mappings) at link addresses.
+
+use super::{hex, mapping_index, snapshot_mappings, ConvertError, Resolved, Symbols};
+use crate::profile::Mapping;
+use crate::symbolize::{Elf, Source};
+use sampler_core::decoded::Snapshot;
+use std::collections::HashMap;
+
+/// Where an ELF came from: the user named it (a mismatch is an error), or it was found
+/// on disk through a mapping's path (a mismatch is a warning).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ElfSource {
+    /// `--elf FILE` (or a file dropped in the viewer).
+    Given,
+    /// A mapping's path that exists on this machine.
+    Disk,
+}
+
+/// Symbolizes a snapshot's return addresses with a set of ELFs.
+pub struct Resolver<'s> {
+    snap: &'s Snapshot,
+    elves: Vec<Elf>,
+    /// Snapshot mapping index → ELF index.
+    by_mapping: Vec<Option<usize>>,
+    /// Firmware: no mappings in the snapshot; addresses are link addresses.
+    firmware: bool,
+    warnings: Vec<String>,
+}
+
+fn basename(p: &str) -> &str {
+    p.rsplit(['/', '\\']).next().unwrap_or(p)
+}
+
+impl<'s> Resolver<'s> {
+    /// Matches the given ELFs to the snapshot's mappings. A given ELF whose build id
+    /// differs from the mapping it names, or that matches no mapping of a snapshot that
+    /// has build ids, is an error. With `load(path)` (e.g. reading the file if it
+    /// exists), mappings no ELF was given for are tried as files on disk; problems with
+    /// those are warnings, not errors.
+    pub fn new(
+        snap: &'s Snapshot,
+        given: Vec<Elf>,
+        mut load: Option<&mut dyn FnMut(&str) -> Option<Vec<u8>>>,
+    ) -> Result<Self, ConvertError> {
+        let firmware = snap.mappings.is_empty();
+        let mut by_mapping = vec![None; snap.mappings.len()];
+        let mut warnings = Vec::new();
+        if !firmware {
+            for (ei, elf) in given.iter().enumerate() {
+                let id = elf.build_id().unwrap_or(&[]);
+                let by_id: Vec<usize> = (0..snap.mappings.len())
+                    .filter(|&i| !id.is_empty() && snap.mappings[i].build_id == id)
+                    .collect();
+                let by_name: Vec<usize> = (0..snap.mappings.len())
+                    .filter(|&i| basename(&snap.mappings[i].name) == basename(elf.name()))
+                    .collect();
+                let chosen = if !by_id.is_empty() {
+                    by_id
+                } else if let Some(&i) = by_name
+                    .iter()
+                    .find(|&&i| !snap.mappings[i].build_id.is_empty() && !id.is_empty())
+                {
+                    let m = &snap.mappings[i];
+                    return Err(ConvertError::BuildIdMismatch {
+                        elf: elf.name().to_owned(),
+                        elf_id: hex(id),
+                        mapping: m.name.clone(),
+                        mapping_id: hex(&m.build_id),
+                    });
+                } else if !by_name.is_empty() {
+                    by_name
+                } else {
+                    let mappings = snap
+                        .mappings
+                        .iter()
+                        .map(|m| {
+                            let id = if m.build_id.is_empty() {
+                                "no build id".to_owned()
+                            } else {
+                                format!("build id {}", hex(&m.build_id))
+                            };
+                            format!("{} ({id})", m.name)
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    return Err(ConvertError::NoMatchingMapping {
+                        elf: elf.name().to_owned(),
+                        elf_id: if id.is_empty() {
+                            "none".into()
+                        } else {
+                            hex(id)
+                        },
+                        mappings,
+                    });
+                };
+                for i in chosen {
+                    by_mapping[i].get_or_insert(ei);
+                }
+            }
+        }
+        let mut elves = given;
+        if let (false, Some(load)) = (firmware, load.as_mut()) {
+            let mut loaded: HashMap<String, Option<usize>> = HashMap::new();
+            for (i, m) in snap.mappings.iter().enumerate() {
+                if by_mapping[i].is_some() || m.name.is_empty() || m.name.starts_with('[') {
+                    continue;
+                }
+                if let Some(&ei) = loaded.get(&m.name) {
+                    by_mapping[i] = ei;
+                    continue;
+                }
+                let ei = match load(&m.name) {
+                    None => None,
+                    Some(bytes) => match Elf::parse_lenient(&m.name, &bytes) {
+                        Err(e) => {
+                            warnings.push(format!("cannot symbolize {}: {e}", m.name));
+                            None
+                        }
+                        Ok(elf)
+                            if !m.build_id.is_empty()
+                                && elf.build_id().is_some_and(|id| id != m.build_id) =>
+                        {
+                            warnings.push(format!(
+                                "{} on disk has build id {}, the snapshot's mapping has {}: left unsymbolized",
+                                m.name,
+                                hex(elf.build_id().unwrap_or(&[])),
+                                hex(&m.build_id)
+                            ));
+                            None
+                        }
+                        Ok(elf) => {
+                            elves.push(elf);
+                            Some(elves.len() - 1)
+                        }
+                    },
+                };
+                loaded.insert(m.name.clone(), ei);
+                by_mapping[i] = ei;
+            }
+        }
+        Ok(Resolver {
+            snap,
+            elves,
+            by_mapping,
+            firmware,
+            warnings,
+        })
+    }
+
+    /// Problems met with ELFs found on disk (for the profile's comments / stderr).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The ELFs in use.
+    pub fn elves(&self) -> &[Elf] {
+        &self.elves
+    }
+}
+
+impl Symbols for Resolver<'_> {
+    fn mappings(&self) -> Vec<(Mapping, String, String)> {
+        if !self.firmware {
+            return snapshot_mappings(self.snap);
+        }
+        // Firmware: one mapping per ELF, over its link addresses.
+        self.elves
+            .iter()
+            .map(|e| {
+                let (lo, hi) = e.vaddr_range();
+                let m = Mapping {
+                    memory_start: lo,
+                    memory_limit: hi,
+                    file_offset: 0,
+                    ..Default::default()
+                };
+                (m, e.name().to_owned(), hex(e.build_id().unwrap_or(&[])))
+            })
+            .collect()
+    }
+
+    fn resolve(&mut self, addr: u64) -> Resolved {
+        let (mapping, elf, vaddr) = if self.firmware {
+            let clear = |e: &Elf| if e.is_arm() { addr & !1 } else { addr };
+            match self
+                .elves
+                .iter()
+                .position(|e| e.contains_vaddr(clear(e).saturating_sub(1)))
+            {
+                Some(i) => (Some(i), Some(&self.elves[i]), Some(addr)),
+                None => (None, None, None),
+            }
+        } else {
+            let mi = mapping_index(self.snap, addr);
+            let elf = mi.and_then(|i| self.by_mapping[i]).map(|e| &self.elves[e]);
+            let vaddr = match (mi, elf) {
+                (Some(i), Some(e)) => {
+                    let m = &self.snap.mappings[i];
+                    e.vaddr_of_file_offset(addr - m.start + m.offset)
+                }
+                _ => None,
+            };
+            (mi, elf, vaddr)
+        };
+        let (frames, source) = match (elf, vaddr) {
+            (Some(e), Some(v)) => e.frames_at_return_address(v),
+            _ => (Vec::new(), Source::None),
+        };
+        Resolved {
+            mapping,
+            frames,
+            dwarf: source == Source::Dwarf,
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! What a snapshot says about itself: header, table sizes, every drop counter, and
+//! plain-language warnings, so nothing the sampler had to drop goes unnoticed.
+
+use sampler_core::decoded::Snapshot;
+use std::fmt::Write;
+
+/// Plain-language warnings for every non-zero drop/overflow counter (and a sampler
+/// that was off), each with what to do about it.
+pub fn warnings(s: &Snapshot) -> Vec<String> {
+    let c = &s.counters;
+    let mut w = Vec::new();
+    let mut add = |n: u64, text: &str| {
+        if n != 0 {
+            w.push(format!(
+                "{text}",
+                text = text.replace("{n}", &n.to_string())
+            ));
+        }
+    };
+    add(
+        c.stack_table_full,
+        "stack table full: {n} samples dropped; raise STACKS",
+    );
+    add(
+        c.bucket_table_full,
+        "bucket table full: {n} samples dropped; raise BUCKETS",
+    );
+    add(c.live_map_full, "live-object map full: {n} sampled objects untracked, their frees are not credited (in-use is overstated); raise LIVE");
+    add(
+        c.reentrant,
+        "re-entered: {n} allocations made while the profiler was recording were skipped",
+    );
+    add(c.unknown_frees, "{n} frees of addresses the live-object map did not know (freed before profiling started, or evicted)");
+    add(
+        c.truncated_stacks,
+        "{n} stacks cut at the maximum depth: callers beyond it are missing; raise DEPTH",
+    );
+    if s.sample_rate == 0 {
+        w.push("sampling was off (rate 0): the snapshot records nothing".to_owned());
+    }
+    w
+}
+
+/// The comments a converted profile carries: producer, header fields, counters and
+/// warnings (pprof shows them with `-comments`).
+pub fn comments(s: &Snapshot) -> Vec<String> {
+    let c = &s.counters;
+    let mut v = vec![
+        format!("heapsnap snapshot v{}: word size {}, sample rate {} bytes, cycle {}", s.version, s.word_size, s.sample_rate, s.cycle),
+        format!(
+            "counters: samples={} stack_table_full={} bucket_table_full={} live_map_full={} reentrant={} unknown_frees={} truncated_stacks={}",
+            c.samples, c.stack_table_full, c.bucket_table_full, c.live_map_full, c.reentrant, c.unknown_frees, c.truncated_stacks
+        ),
+    ];
+    v.extend(warnings(s).into_iter().map(|w| format!("warning: {w}")));
+    v
+}
+
+/// The `heapsnap inspect` report.
+pub fn report(s: &Snapshot) -> String {
+    let c = &s.counters;
+    let mut o = String::new();
+    let _ = writeln!(o, "format version   {}", s.version);
+    let _ = writeln!(o, "word size        {} bytes", s.word_size);
+    let _ = writeln!(
+        o,
+        "sample rate      {} bytes{}",
+        s.sample_rate,
+        match s.sample_rate {
+            0 => " (off)",
+            1 => " (every allocation)",
+            _ => "",
+        }
+    );
+    let _ = writeln!(o, "cycle            {}", s.cycle);
+    let _ = writeln!(o, "mappings         {}", s.mappings.len());
+    for m in &s.mappings {
+        let id = if m.build_id.is_empty() {
+            "no build id".to_owned()
+        } else {
+            format!("build id {}", crate::convert::hex(&m.build_id))
+        };
+        let _ = writeln!(
+            o,
+            "  {:#x}-{:#x} @{:#x} {} ({id})",
+            m.start, m.end, m.offset, m.name
+        );
+    }
+    let frames: usize = s.stacks.iter().map(|st| st.frames.len()).sum();
+    let _ = writeln!(
+        o,
+        "stacks           {} ({} frames, deepest {})",
+        s.stacks.len(),
+        frames,
+        s.stacks.iter().map(|st| st.frames.len()).max().unwrap_or(0)
+    );
+    let _ = writeln!(o, "buckets          {}", s.buckets.len());
+    let (mut allocs, mut frees, mut ab, mut fb) = (0u64, 0u64, 0u64, 0u64);
+    for b in &s.buckets {
+        allocs += b.active.allocs;
+        frees += b.active.frees;
+        ab += b.active.alloc_bytes;
+        fb += b.active.free_bytes;
+    }
+    let _ = writeln!(o, "sampled allocs   {allocs} ({ab} bytes)");
+    let _ = writeln!(o, "sampled frees    {frees} ({fb} bytes)");
+    let _ = writeln!(
+        o,
+        "sampled in use   {} ({} bytes)",
+        allocs.saturating_sub(frees),
+        ab.saturating_sub(fb)
+    );
+    let _ = writeln!(o, "counters");
+    for (name, v) in [
+        ("samples", c.samples),
+        ("stack_table_full", c.stack_table_full),
+        ("bucket_table_full", c.bucket_table_full),
+        ("live_map_full", c.live_map_full),
+        ("reentrant", c.reentrant),
+        ("unknown_frees", c.unknown_frees),
+        ("truncated_stacks", c.truncated_stacks),
+    ] {
+        let _ = writeln!(o, "  {name:<17} {v}");
+    }
+    let w = warnings(s);
+    if w.is_empty() {
+        let _ = writeln!(o, "warnings         none");
+    } else {
+        let _ = writeln!(o, "warnings");
+        for w in w {
+            let _ = writeln!(o, "  {w}");
+        }
+    }
+    o
+}

@@ -1,0 +1,334 @@
+//! Symbolization from ELF + DWARF (feature `symbolize`, builds on wasm32 too so the
+//! viewer can symbolize a dropped snapshot + ELF): function (demangled), file and line,
+//! with inlined frames, through `object`, `gimli` and `addr2line`.
+
+use gimli::{EndianArcSlice, RunTimeEndian};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
+use std::borrow::Cow;
+use std::sync::Arc;
+
+type Reader = EndianArcSlice<RunTimeEndian>;
+
+/// Why an ELF cannot be used for symbolization.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SymbolizeError {
+    /// Not an object file `object` can read (or not ELF).
+    #[error("{name}: not a readable ELF file: {reason}")]
+    NotElf {
+        /// Name of the file.
+        name: String,
+        /// What the parser said.
+        reason: String,
+    },
+    /// The ELF has no `.debug_info`: it was stripped or built without debug info.
+    #[error("{name}: ELF has no DWARF debug info (.debug_info is missing); pass the unstripped binary or build with debug info")]
+    NoDwarf {
+        /// Name of the file.
+        name: String,
+    },
+    /// The DWARF is there but broken.
+    #[error("{name}: corrupt DWARF: {reason}")]
+    Dwarf {
+        /// Name of the file.
+        name: String,
+        /// What gimli said.
+        reason: String,
+    },
+}
+
+pub use crate::convert::SymFrame;
+
+/// Where the frames of an address came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// DWARF: functions, files, lines, inlined frames.
+    Dwarf,
+    /// The ELF symbol table only: a function name, no file or line.
+    Symtab,
+    /// Nothing known.
+    None,
+}
+
+/// A parsed ELF with its DWARF, ready for lookups. Holds its own copy of the debug
+/// sections, so the bytes it was parsed from can be dropped.
+pub struct Elf {
+    name: String,
+    build_id: Option<Vec<u8>>,
+    arm: bool,
+    /// PT_LOAD segments: (file offset, file size, virtual address, memory size).
+    segments: Vec<(u64, u64, u64, u64)>,
+    ctx: Option<addr2line::Context<Reader>>,
+    /// Function symbols sorted by address: (address, size, mangled name).
+    symbols: Vec<(u64, u64, String)>,
+}
+
+impl std::fmt::Debug for Elf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Elf")
+            .field("name", &self.name)
+            .field("build_id", &self.build_id.as_deref().map(hex))
+            .finish()
+    }
+}
+
+impl Elf {
+    /// Parses an ELF that must carry DWARF (an ELF the user named explicitly: without
+    /// debug info it cannot do what was asked, and saying so beats a silent address dump).
+    pub fn parse(name: &str, data: &[u8]) -> Result<Elf, SymbolizeError> {
+        let elf = Self::parse_lenient(name, data)?;
+        if elf.ctx.is_none() {
+            return Err(SymbolizeError::NoDwarf {
+                name: name.to_owned(),
+            });
+        }
+        Ok(elf)
+    }
+
+    /// Parses an ELF, falling back to its symbol table when it has no DWARF (system
+    /// libraries found through a snapshot's mappings usually have none).
+    pub fn parse_lenient(name: &str, data: &[u8]) -> Result<Elf, SymbolizeError> {
+        let not_elf = |e: object::Error| SymbolizeError::NotElf {
+            name: name.to_owned(),
+            reason: e.to_string(),
+        };
+        let obj = object::File::parse(data).map_err(not_elf)?;
+        if obj.format() != object::BinaryFormat::Elf {
+            return Err(SymbolizeError::NotElf {
+                name: name.to_owned(),
+                reason: format!("{:?} file", obj.format()),
+            });
+        }
+        let build_id = obj.build_id().map_err(not_elf)?.map(<[u8]>::to_vec);
+        let arm = matches!(obj.architecture(), object::Architecture::Arm);
+        let segments = obj
+            .segments()
+            .map(|s| {
+                let (off, size) = s.file_range();
+                (off, size, s.address(), s.size())
+            })
+            .collect();
+        let mut symbols: Vec<(u64, u64, String)> = obj
+            .symbols()
+            .chain(obj.dynamic_symbols())
+            .filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0)
+            .filter_map(|s| {
+                Some((
+                    (s.address() & if arm { !1 } else { !0 }),
+                    s.size(),
+                    s.name().ok()?.to_owned(),
+                ))
+            })
+            .collect();
+        symbols.sort();
+        symbols.dedup_by_key(|s| s.0);
+        let has_dwarf = obj
+            .section_by_name(".debug_info")
+            .is_some_and(|s| s.size() > 0);
+        let ctx = if has_dwarf {
+            let endian = if obj.is_little_endian() {
+                RunTimeEndian::Little
+            } else {
+                RunTimeEndian::Big
+            };
+            let load = |id: gimli::SectionId| -> Result<Reader, object::Error> {
+                let data = match obj.section_by_name(id.name()) {
+                    Some(s) => s.uncompressed_data()?,
+                    None => Cow::Borrowed(&[][..]),
+                };
+                Ok(EndianArcSlice::new(Arc::from(&*data), endian))
+            };
+            let dwarf = gimli::Dwarf::load(load).map_err(|e| SymbolizeError::Dwarf {
+                name: name.to_owned(),
+                reason: e.to_string(),
+            })?;
+            Some(
+                addr2line::Context::from_dwarf(dwarf).map_err(|e| SymbolizeError::Dwarf {
+                    name: name.to_owned(),
+                    reason: e.to_string(),
+                })?,
+            )
+        } else {
+            None
+        };
+        Ok(Elf {
+            name: name.to_owned(),
+            build_id,
+            arm,
+            segments,
+            ctx,
+            symbols,
+        })
+    }
+
+    /// The name it was loaded as (path or file name).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// GNU build id, if the ELF has one.
+    pub fn build_id(&self) -> Option<&[u8]> {
+        self.build_id.as_deref()
+    }
+
+    /// Does it have DWARF (file/line/inline info)?
+    pub fn has_dwarf(&self) -> bool {
+        self.ctx.is_some()
+    }
+
+    /// Is it an ARM (32-bit) ELF, whose code addresses carry the Thumb bit?
+    pub fn is_arm(&self) -> bool {
+        self.arm
+    }
+
+    /// Lowest and highest+1 virtual address of the loadable segments (link addresses),
+    /// for a mapping that stands for a firmware image.
+    pub fn vaddr_range(&self) -> (u64, u64) {
+        let lo = self
+            .segments
+            .iter()
+            .filter(|s| s.3 > 0)
+            .map(|s| s.2)
+            .min()
+            .unwrap_or(0);
+        let hi = self
+            .segments
+            .iter()
+            .filter(|s| s.3 > 0)
+            .map(|s| s.2.saturating_add(s.3))
+            .max()
+            .unwrap_or(0);
+        (lo, hi)
+    }
+
+    /// The ELF virtual address that a file offset is loaded at (through the program
+    /// headers): how a runtime address of a PIE program, turned into a file offset with
+    /// its mapping, becomes an address DWARF knows.
+    pub fn vaddr_of_file_offset(&self, off: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|&&(o, size, _, _)| off >= o && off - o < size)
+            .map(|&(o, _, vaddr, _)| vaddr.wrapping_add(off - o))
+    }
+
+    /// Is `vaddr` inside one of the loadable segments?
+    pub fn contains_vaddr(&self, vaddr: u64) -> bool {
+        self.segments
+            .iter()
+            .any(|&(_, _, v, size)| vaddr >= v && vaddr - v < size)
+    }
+
+    /// Frames at a *return address* (already an ELF virtual address): the Thumb bit is
+    /// cleared on ARM and one is subtracted so the lookup lands on the call instruction,
+    /// not on the line after it. Innermost (inlined) frame first.
+    pub fn frames_at_return_address(&self, vaddr: u64) -> (Vec<SymFrame>, Source) {
+        let a = if self.arm { vaddr & !1 } else { vaddr };
+        self.frames_at(a.saturating_sub(1))
+    }
+
+    /// Frames at an exact code address, innermost first.
+    pub fn frames_at(&self, probe: u64) -> (Vec<SymFrame>, Source) {
+        if let Some(ctx) = &self.ctx {
+            let mut out = Vec::new();
+            if let Ok(mut it) = ctx.find_frames(probe).skip_all_loads() {
+                while let Ok(Some(f)) = it.next() {
+                    let (function, system_name) = match &f.function {
+                        Some(n) => {
+                            let raw = n.raw_name().map(|s| s.into_owned()).unwrap_or_default();
+                            (
+                                n.demangle()
+                                    .map(|s| s.into_owned())
+                                    .unwrap_or_else(|_| raw.clone()),
+                                raw,
+                            )
+                        }
+                        None => (String::new(), String::new()),
+                    };
+                    let (file, line, column) = match &f.location {
+                        Some(l) => (
+                            l.file.unwrap_or("").to_owned(),
+                            l.line.unwrap_or(0),
+                            l.column.unwrap_or(0),
+                        ),
+                        None => (String::new(), 0, 0),
+                    };
+                    out.push(SymFrame {
+                        function,
+                        system_name,
+                        file,
+                        line,
+                        column,
+                    });
+                }
+            }
+            if out.iter().any(|f| !f.function.is_empty()) {
+                // A location-only frame (no function) gets the symbol table's name.
+                if let Some(name) = out
+                    .iter()
+                    .position(|f| f.function.is_empty())
+                    .and(self.symbol(probe))
+                {
+                    for f in out.iter_mut().filter(|f| f.function.is_empty()) {
+                        f.function = demangle(&name);
+                        f.system_name = name.clone();
+                    }
+                }
+                return (out, Source::Dwarf);
+            }
+            if let Some(name) = self.symbol(probe) {
+                let (file, line, column) = out
+                    .first()
+                    .map(|f| (f.file.clone(), f.line, f.column))
+                    .unwrap_or_default();
+                return (
+                    vec![SymFrame {
+                        function: demangle(&name),
+                        system_name: name,
+                        file,
+                        line,
+                        column,
+                    }],
+                    Source::Dwarf,
+                );
+            }
+            if !out.is_empty() {
+                return (out, Source::Dwarf);
+            }
+        }
+        match self.symbol(probe) {
+            Some(name) => (
+                vec![SymFrame {
+                    function: demangle(&name),
+                    system_name: name,
+                    ..Default::default()
+                }],
+                Source::Symtab,
+            ),
+            None => (Vec::new(), Source::None),
+        }
+    }
+
+    /// The function symbol containing `addr` (or the nearest one below it when the
+    /// symbol has no size).
+    fn symbol(&self, addr: u64) -> Option<String> {
+        let i = self
+            .symbols
+            .partition_point(|s| s.0 <= addr)
+            .checked_sub(1)?;
+        let (start, size, name) = &self.symbols[i];
+        (*size == 0 || addr - start < *size).then(|| name.clone())
+    }
+}
+
+/// Rust (v0 or legacy) demangling without the hash; other names unchanged.
+pub fn demangle(name: &str) -> String {
+    match rustc_demangle::try_demangle(name) {
+        Ok(d) => format!("{d:#}"),
+        Err(_) => name.to_owned(),
+    }
+}
+
+/// Lower-case hex of a build id, as pprof and `file(1)` print it.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
