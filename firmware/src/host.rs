@@ -4,6 +4,7 @@
 //! starts QEMU in `target/firmware-out/`, so `snap-000.bin` lands there.
 
 use cortex_m_semihosting::{nr, syscall};
+use postcard::ser_flavors::Flavor;
 
 /// Why a semihosting file operation failed (the host's answer was -1).
 #[derive(Debug, Clone, Copy)]
@@ -54,6 +55,54 @@ impl HostFile {
             0 => Ok(()),
             _ => Err(HostError::Close),
         }
+    }
+}
+
+/// A postcard [`Flavor`] that streams into a [`HostFile`] through a small buffer, so a
+/// snapshot goes from the profiler's tables to the host without a RAM copy of it
+/// (semihosting calls are slow: one per 128 bytes, not one per byte).
+pub struct HostFlavor {
+    file: HostFile,
+    buf: [u8; 128],
+    len: usize,
+    written: usize,
+}
+
+impl HostFlavor {
+    pub fn new(file: HostFile) -> Self {
+        HostFlavor {
+            file,
+            buf: [0; 128],
+            len: 0,
+            written: 0,
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), HostError> {
+        let pending = self.buf.get(..self.len).unwrap_or(&[]);
+        let r = self.file.write_all(pending);
+        self.written += self.len;
+        self.len = 0;
+        r
+    }
+}
+
+impl Flavor for HostFlavor {
+    /// (bytes written, the file to close).
+    type Output = (usize, HostFile);
+
+    fn try_push(&mut self, byte: u8) -> postcard::Result<()> {
+        if self.len == self.buf.len() {
+            self.flush().map_err(|_| postcard::Error::SerdeSerCustom)?;
+        }
+        self.buf[self.len] = byte;
+        self.len += 1;
+        Ok(())
+    }
+
+    fn finalize(mut self) -> postcard::Result<Self::Output> {
+        self.flush().map_err(|_| postcard::Error::SerdeSerCustom)?;
+        Ok((self.written, self.file))
     }
 }
 
