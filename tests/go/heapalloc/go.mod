@@ -1,0 +1,3 @@
+module heapsnap.test/heapalloc
+
+go 1.19
