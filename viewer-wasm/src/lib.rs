@@ -1,1 +1,28 @@
-//! viewer-wasm: the Yew app behind `www/`.
+//! viewer-wasm: the Yew app behind `www/`. Drop a pprof heap profile and get a flame
+//! graph, a top table and source views, computed in this tab with the same host-cli
+//! analysis `heapsnap top` uses; nothing is uploaded.
+//!
+//! Preloading: `index.html?profile=URL` (or `#profile=URL`, plus `base=URL` for a
+//! diff) fetches a same-origin profile at start, which is how `cargo xtask demo`
+//! opens straight into the flame graph.
+
+mod app;
+mod flame;
+mod hash;
+mod load;
+mod source;
+mod state;
+mod top;
+
+pub use source::match_source;
+pub use state::{regex_escape, View};
+
+/// Entry point called by the wasm-bindgen glue: mounts the app on `#app` (or `<body>`).
+#[wasm_bindgen::prelude::wasm_bindgen(start)]
+pub fn start() {
+    let root = web_sys::window().and_then(|w| w.document()).and_then(|d| d.get_element_by_id("app"));
+    match root {
+        Some(r) => yew::Renderer::<app::App>::with_root(r).render(),
+        None => yew::Renderer::<app::App>::new().render(),
+    };
+}

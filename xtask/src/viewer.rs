@@ -1,14 +1,118 @@
 //! `cargo xtask viewer`: build the Yew/WASM viewer into `www/pkg` (wasm-bindgen at the
-//! exact version in Cargo.lock, then wasm-opt), printing the bundle size.
+//! exact version in Cargo.lock, then wasm-opt from npm `binaryen`), printing the bundle
+//! size against its budget.
 
-use crate::tools::Res;
-use std::path::PathBuf;
+use crate::tools::{self, cargo, step, Res};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
-pub fn run(_args: &[String]) -> Res {
-    build(true).map(|_| ())
+/// Bundle budgets (STYLE.md "Watch the bundle"): the optimized `.wasm`, raw and gzipped.
+const BUDGET_RAW: u64 = 300 * 1024;
+const BUDGET_GZ: u64 = 120 * 1024;
+
+/// npm package that provides a `wasm-opt` able to parse current wasm-bindgen output.
+const BINARYEN: &str = "binaryen@132";
+
+pub fn run(args: &[String]) -> Res {
+    let dev = match args.first().map(String::as_str) {
+        None => false,
+        Some("--dev") => true,
+        Some(a) => return Err(format!("`viewer` takes only --dev (got `{a}`)")),
+    };
+    build(!dev).map(|_| ())
 }
 
-/// Build the bundle; returns the path of `www/`.
-pub fn build(_release: bool) -> Res<PathBuf> {
-    Err("viewer build not implemented yet".into())
+/// Build the bundle into `www/pkg/` (`viewer.js` + `viewer_bg.wasm`); returns the
+/// path of `www/`. `release` = the `wasm-release` profile plus `wasm-opt -Oz`.
+pub fn build(release: bool) -> Res<PathBuf> {
+    const TARGET: &str = "wasm32-unknown-unknown";
+    tools::ensure_targets(&[TARGET])?;
+    let version = tools::locked_version("wasm-bindgen")?;
+    let bindgen = tools::ensure_cargo_bin("wasm-bindgen", "wasm-bindgen-cli", &version, false)?;
+    let profile = if release { "wasm-release" } else { "dev" };
+    step(&format!("building viewer-wasm ({profile}, {TARGET})"));
+    let mut c = cargo();
+    c.args(["build", "-p", "viewer-wasm", "--target", TARGET, "--profile", profile]);
+    tools::run(&mut c)?;
+    let dir = if release { "wasm-release" } else { "debug" };
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| tools::root().join("target"));
+    let wasm = target_dir.join(TARGET).join(dir).join("viewer_wasm.wasm");
+    let www = tools::root().join("www");
+    let pkg = www.join("pkg");
+    let _ = std::fs::remove_dir_all(&pkg);
+    step("wasm-bindgen --target web");
+    tools::run(
+        Command::new(&bindgen)
+            .args(["--target", "web", "--no-typescript", "--out-name", "viewer", "--out-dir"])
+            .arg(&pkg)
+            .arg(&wasm),
+    )?;
+    let out = pkg.join("viewer_bg.wasm");
+    if release {
+        let before = size(&out)?;
+        let opt = tools::ensure_npm("wasm-opt", BINARYEN)?;
+        step("wasm-opt -Oz");
+        let tmp = pkg.join("viewer_bg.opt.wasm");
+        tools::run(
+            Command::new(&opt)
+                .args([
+                    "-Oz",
+                    "--enable-bulk-memory",
+                    "--enable-nontrapping-float-to-int",
+                    "--enable-sign-ext",
+                    "--enable-mutable-globals",
+                    "--enable-reference-types",
+                    "--enable-multivalue",
+                    "-o",
+                ])
+                .arg(&tmp)
+                .arg(&out),
+        )?;
+        std::fs::rename(&tmp, &out).map_err(|e| format!("{}: {e}", out.display()))?;
+        eprintln!("    wasm-opt: {} → {}", kib(before), kib(size(&out)?));
+    }
+    report(&pkg, release)?;
+    Ok(www)
+}
+
+/// Prints the bundle files with raw and gzipped sizes; in release, against the budget.
+fn report(pkg: &Path, release: bool) -> Res {
+    let wasm = pkg.join("viewer_bg.wasm");
+    let js = pkg.join("viewer.js");
+    let (w, wg) = (size(&wasm)?, gz_size(&wasm)?);
+    let (j, jg) = (size(&js)?, gz_size(&js)?);
+    println!("viewer bundle ({}):", pkg.display());
+    println!("  viewer_bg.wasm {:>9}  gzip {:>9}", kib(w), kib(wg));
+    println!("  viewer.js      {:>9}  gzip {:>9}", kib(j), kib(jg));
+    println!("  total          {:>9}  gzip {:>9}", kib(w + j), kib(wg + jg));
+    if release {
+        let ok = |v: u64, b: u64| if v <= b { "ok" } else { "OVER" };
+        println!(
+            "  budget: wasm {} ≤ {} {} · gzip {} ≤ {} {}",
+            kib(w),
+            kib(BUDGET_RAW),
+            ok(w, BUDGET_RAW),
+            kib(wg),
+            kib(BUDGET_GZ),
+            ok(wg, BUDGET_GZ)
+        );
+    }
+    Ok(())
+}
+
+fn size(p: &Path) -> Res<u64> {
+    std::fs::metadata(p).map(|m| m.len()).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// Size after `gzip -9` (what a static host serves).
+fn gz_size(p: &Path) -> Res<u64> {
+    let out = Command::new("gzip").args(["-9", "-c"]).arg(p).output().map_err(|e| format!("gzip: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("gzip {} failed", p.display()));
+    }
+    Ok(out.stdout.len() as u64)
+}
+
+fn kib(b: u64) -> String {
+    format!("{:.1} KiB", b as f64 / 1024.0)
 }

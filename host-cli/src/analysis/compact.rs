@@ -150,7 +150,7 @@ fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
 
 /// FxHash (rustc's hasher): stacks are trusted-size keys and SipHash would dominate.
 #[derive(Default, Clone, Copy)]
-struct Fx(u64);
+pub(crate) struct Fx(u64);
 
 impl Hasher for Fx {
     fn finish(&self) -> u64 {

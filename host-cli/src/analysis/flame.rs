@@ -3,7 +3,7 @@
 //! whole subtree that is off screen.
 
 use super::{Filter, Index};
-use std::collections::HashMap;
+use super::index::FxMap;
 
 /// One box of the flame graph.
 #[derive(Clone, Debug, PartialEq)]
@@ -111,7 +111,8 @@ impl Index<'_> {
             shrank: 0,
             children: vec![],
         }];
-        let mut child: HashMap<(u32, u32, bool), u32> = HashMap::new();
+        // (parent, function node, inlined) packed into one key.
+        let mut child: FxMap<u64, u32> = FxMap::default();
         let mut diff = false;
         for i in 0..self.sample_count() {
             let v = self.value(i, sample_index);
@@ -130,7 +131,8 @@ impl Index<'_> {
             add(&mut b[0]);
             let mut cur = 0u32;
             for f in self.root_first(i) {
-                let next = *child.entry((cur, f.node, f.inlined)).or_insert_with(|| {
+                let key = u64::from(cur) << 33 | u64::from(f.node) << 1 | u64::from(f.inlined);
+                let next = *child.entry(key).or_insert_with(|| {
                     b.push(Build {
                         name: f.node,
                         inlined: f.inlined,
@@ -153,7 +155,7 @@ impl Index<'_> {
         let names = &self.names;
         for k in 0..b.len() {
             let mut ch = std::mem::take(&mut b[k].children);
-            ch.sort_by(|&x, &y| {
+            ch.sort_unstable_by(|&x, &y| {
                 let (x, y) = (&b[x as usize], &b[y as usize]);
                 (y.grew + y.shrank)
                     .cmp(&(x.grew + x.shrank))

@@ -4,6 +4,10 @@
 use crate::profile::{Profile, DIFF_BASE_LABEL};
 use regex_lite::Regex;
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+/// A hash map with FxHash: keys here are ids and packed ids, SipHash would dominate.
+pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<super::compact::Fx>>;
 
 /// One frame of a location: a function-level node, its source line, and whether it is
 /// inlined into the next (outer) frame of the same location.
@@ -52,21 +56,13 @@ impl<'p> Index<'p> {
             name_ids.insert(s, i);
             i
         };
-        let func_pos: HashMap<u64, u32> = profile
-            .function
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.id, i as u32))
-            .collect();
-        let map_file: HashMap<u64, &str> = profile
-            .mapping
-            .iter()
-            .map(|m| (m.id, profile.str(m.filename)))
-            .collect();
+        let func_pos: FxMap<u64, u32> = profile.function.iter().enumerate().map(|(i, f)| (f.id, i as u32)).collect();
+        let map_pos: FxMap<u64, u32> = profile.mapping.iter().enumerate().map(|(i, m)| (m.id, i as u32)).collect();
+        let map_file = |id: u64| map_pos.get(&id).map_or("", |&i| profile.str(profile.mapping[i as usize].filename));
         let mut frames = Vec::new();
         let mut loc_frames = Vec::with_capacity(profile.location.len());
         for loc in &profile.location {
-            let objfile = map_file.get(&loc.mapping_id).copied().unwrap_or("");
+            let objfile = map_file(loc.mapping_id);
             let start = frames.len() as u32;
             if loc.line.is_empty() {
                 frames.push(Frame {
@@ -146,7 +142,11 @@ impl<'p> Index<'p> {
 
     /// Value of sample `i` at `sample_index` (0 when the sample lacks it).
     pub fn value(&self, i: usize, sample_index: usize) -> i64 {
-        self.profile.sample[i].value.get(sample_index).copied().unwrap_or(0)
+        self.profile.sample[i]
+            .value
+            .get(sample_index)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Is sample `i` a negated base sample of a diff?
@@ -187,20 +187,18 @@ impl<'p> Index<'p> {
             return vec![true; n];
         }
         let locs = &self.profile.location;
-        let map_file: HashMap<u64, &str> = self
-            .profile
-            .mapping
-            .iter()
-            .map(|m| (m.id, self.profile.str(m.filename)))
-            .collect();
+        let map_pos: FxMap<u64, u32> =
+            self.profile.mapping.iter().enumerate().map(|(i, m)| (m.id, i as u32)).collect();
+        let map_file = |id: u64| map_pos.get(&id).map(|&i| self.profile.str(self.profile.mapping[i as usize].filename));
         let matches = |re: &Regex, li: usize| -> bool {
             let loc = &locs[li];
             self.location_frames(li as u32).iter().any(|f| {
                 f.func != u32::MAX && {
                     let func = &self.profile.function[f.func as usize];
-                    re.is_match(self.profile.str(func.name)) || re.is_match(self.profile.str(func.filename))
+                    re.is_match(self.profile.str(func.name))
+                        || re.is_match(self.profile.str(func.filename))
                 }
-            }) || map_file.get(&loc.mapping_id).is_some_and(|m| re.is_match(m))
+            }) || map_file(loc.mapping_id).is_some_and(|m| re.is_match(m))
         };
         // Per location: Some(true) focused, Some(false) ignored, None neither.
         let class: Vec<Option<bool>> = (0..locs.len())
@@ -248,7 +246,7 @@ fn find_str(p: &Profile, s: &str) -> Option<i64> {
 /// we know), a hash map otherwise.
 enum LocPos {
     Dense(Vec<u32>),
-    Sparse(HashMap<u64, u32>),
+    Sparse(FxMap<u64, u32>),
 }
 
 impl LocPos {
@@ -261,7 +259,13 @@ impl LocPos {
             }
             LocPos::Dense(t)
         } else {
-            LocPos::Sparse(p.location.iter().enumerate().map(|(i, l)| (l.id, i as u32)).collect())
+            LocPos::Sparse(
+                p.location
+                    .iter()
+                    .enumerate()
+                    .map(|(i, l)| (l.id, i as u32))
+                    .collect(),
+            )
         }
     }
 
@@ -294,7 +298,11 @@ pub struct FilterError {
 
 impl std::fmt::Display for FilterError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} is not a valid regular expression: {}", self.which, self.message)
+        write!(
+            f,
+            "{} is not a valid regular expression: {}",
+            self.which, self.message
+        )
     }
 }
 

@@ -1,7 +1,6 @@
 //! Per-line values of one function: what `go tool pprof -list` shows next to the code.
 
 use super::{Filter, Index};
-use std::collections::BTreeMap;
 
 /// Values attributed to one source line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,9 +34,21 @@ impl Index<'_> {
     /// Per-line flat/cum of function-level node `node` for `sample_index` after `filter`.
     pub fn source(&self, node: u32, sample_index: usize, filter: &Filter) -> SourceTable {
         let kept = self.kept(filter);
-        let mut lines: BTreeMap<i64, (i64, i64, usize)> = BTreeMap::new();
+        // (line, flat, cum): a function has few lines, a Vec beats a map (and keeps the
+        // wasm bundle small).
+        let mut lines: Vec<(i64, i64, i64)> = Vec::new();
+        let entry = |lines: &mut Vec<(i64, i64, i64)>, line: i64| -> usize {
+            match lines.iter().position(|e| e.0 == line) {
+                Some(k) => k,
+                None => {
+                    lines.push((line, 0, 0));
+                    lines.len() - 1
+                }
+            }
+        };
         let (mut flat, mut cum) = (0i64, 0i64);
-        let mut file_votes: BTreeMap<(&str, i64), i64> = BTreeMap::new();
+        // (function index, votes): which of the same-named functions supplies the file.
+        let mut file_votes: Vec<(u32, i64)> = Vec::new();
         let mut seen_lines: Vec<i64> = Vec::new();
         for i in 0..self.sample_count() {
             let v = self.value(i, sample_index);
@@ -54,15 +65,15 @@ impl Index<'_> {
                 }
                 in_sample = true;
                 if f.func != u32::MAX {
-                    let func = &self.profile.function[f.func as usize];
-                    *file_votes
-                        .entry((self.profile.str(func.filename), func.start_line))
-                        .or_default() += 1;
+                    match file_votes.iter_mut().find(|e| e.0 == f.func) {
+                        Some(e) => e.1 += 1,
+                        None => file_votes.push((f.func, 1)),
+                    }
                 }
                 if !seen_lines.contains(&f.line) {
                     seen_lines.push(f.line);
-                    let e = lines.entry(f.line).or_default();
-                    e.1 = e.1.wrapping_add(v);
+                    let k = entry(&mut lines, f.line);
+                    lines[k].2 = lines[k].2.wrapping_add(v);
                 }
             }
             if in_sample {
@@ -70,22 +81,26 @@ impl Index<'_> {
             }
             if let Some(l) = leaf.filter(|l| l.node == node) {
                 flat = flat.wrapping_add(v);
-                let e = lines.entry(l.line).or_default();
-                e.0 = e.0.wrapping_add(v);
+                let k = entry(&mut lines, l.line);
+                lines[k].1 = lines[k].1.wrapping_add(v);
             }
         }
         let (file, start_line) = file_votes
             .iter()
-            .max_by_key(|(_, &n)| n)
-            .map(|((f, s), _)| (f.to_string(), *s))
+            .max_by_key(|e| e.1)
+            .map(|e| {
+                let func = &self.profile.function[e.0 as usize];
+                (self.profile.str(func.filename).to_owned(), func.start_line)
+            })
             .unwrap_or_default();
+        lines.sort_unstable_by_key(|e| e.0);
         SourceTable {
             function: self.names.get(node as usize).cloned().unwrap_or_default(),
             file,
             start_line,
             lines: lines
                 .into_iter()
-                .map(|(line, (flat, cum, _))| SourceLine { line, flat, cum })
+                .map(|(line, flat, cum)| SourceLine { line, flat, cum })
                 .collect(),
             flat,
             cum,

@@ -42,7 +42,10 @@ fn sample_profile() -> Profile {
 }
 
 fn rows(t: &TopTable) -> Vec<(&str, i64, i64)> {
-    t.rows.iter().map(|r| (r.name.as_str(), r.flat, r.cum)).collect()
+    t.rows
+        .iter()
+        .map(|r| (r.name.as_str(), r.flat, r.cum))
+        .collect()
 }
 
 #[test]
@@ -87,10 +90,16 @@ fn focus_and_ignore_follow_pprof() {
     let p = sample_profile();
     let t = top(&p, 0, &Filter::new("^rec$", "").unwrap());
     assert_eq!(rows(&t), vec![("rec", 50, 50), ("main", 0, 50)]);
-    assert_eq!(t.total, 380, "percentages stay relative to the whole profile");
+    assert_eq!(
+        t.total, 380,
+        "percentages stay relative to the whole profile"
+    );
     // Ignore drops every sample with c on its stack (matched via the inlined frame).
     let t = top(&p, 0, &Filter::new("", "^c$").unwrap());
-    assert_eq!(rows(&t), vec![("a", 100, 100), ("rec", 50, 50), ("main", 0, 150)]);
+    assert_eq!(
+        rows(&t),
+        vec![("a", 100, 100), ("rec", 50, 50), ("main", 0, 150)]
+    );
     // Both: focus a, ignore c → S1 only.
     let t = top(&p, 0, &Filter::new("^a$", "^c$").unwrap());
     assert_eq!(rows(&t), vec![("a", 100, 100), ("main", 0, 100)]);
@@ -193,7 +202,8 @@ fn diff_against_base_shows_growth_relative_to_base_total() {
     let mut base = sample_profile();
     base.sample.retain(|s| s.value[0] == 100);
     let mut new2 = new.clone();
-    new2.sample.retain(|s| s.value[0] == 100 || s.value[0] == 200);
+    new2.sample
+        .retain(|s| s.value[0] == 100 || s.value[0] == 200);
     new2.sample[0].value = vec![150, 15];
     let d = profile::diff(&base, &new2).unwrap();
     let ix = Index::new(&d);
@@ -201,14 +211,24 @@ fn diff_against_base_shows_growth_relative_to_base_total() {
     assert_eq!(t.total, 100);
     assert_eq!(
         rows(&t),
-        vec![("c", 200, 200), ("a", 50, 250), ("b", 0, 200), ("main", 0, 250)]
+        vec![
+            ("c", 200, 200),
+            ("a", 50, 250),
+            ("b", 0, 200),
+            ("main", 0, 250)
+        ]
     );
     assert!((t.rows[0].flat_pct - 200.0).abs() < 1e-9);
     let f = ix.flame(0, &Filter::none());
     assert!(f.diff);
     let a = f.find_path(&["main", "a"]).unwrap();
     assert_eq!(
-        (f.nodes[a].value, f.nodes[a].grew, f.nodes[a].shrank, f.nodes[a].width),
+        (
+            f.nodes[a].value,
+            f.nodes[a].grew,
+            f.nodes[a].shrank,
+            f.nodes[a].width
+        ),
         (250, 350, 100, 450)
     );
 }
@@ -247,7 +267,10 @@ fn compact_decode_rejects_bad_input_with_an_error() {
         assert!(decode_compact(&raw[..cut]).is_err(), "truncated at {cut}");
     }
     assert!(decode_compact(b"this is not a profile at all").is_err());
-    assert!(decode_compact(&[0x1f, 0x8b, 8, 0, 0, 0]).is_err(), "corrupt gzip");
+    assert!(
+        decode_compact(&[0x1f, 0x8b, 8, 0, 0, 0]).is_err(),
+        "corrupt gzip"
+    );
     // A dangling location id is caught by validation.
     let mut p = sample_profile();
     p.sample[0].location_id.push(999);

@@ -2,7 +2,7 @@
 
 use super::{Filter, Index};
 use crate::profile::Profile;
-use std::collections::HashMap;
+use super::index::FxMap;
 
 /// How a function appears under its callers, as pprof labels it in `-top`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,7 +62,7 @@ impl Index<'_> {
         let mut seen = vec![u32::MAX; n];
         // Edge (caller, callee) → every occurrence inlined; pprof labels a function by
         // the inline flags of its incoming edges.
-        let mut edges: HashMap<(u32, u32), bool> = HashMap::new();
+        let mut edges: FxMap<u64, u32> = FxMap::default();
         let kept = self.kept(filter);
         let mut shown = 0i64;
         for i in 0..self.sample_count() {
@@ -79,8 +79,8 @@ impl Index<'_> {
                     cum[node as usize] = cum[node as usize].wrapping_add(v);
                 }
                 if let Some(p) = parent.filter(|&p| p != node) {
-                    let e = edges.entry((p, node)).or_insert(f.inlined);
-                    *e = *e && f.inlined;
+                    let e = edges.entry(u64::from(p) << 32 | u64::from(node)).or_insert(u32::from(f.inlined));
+                    *e &= u32::from(f.inlined);
                 }
                 parent = Some(node);
             }
@@ -89,9 +89,9 @@ impl Index<'_> {
             }
         }
         let mut inline_in = vec![(false, false); n];
-        for (&(_, callee), &inl) in &edges {
-            let e = &mut inline_in[callee as usize];
-            if inl {
+        for (&key, &inl) in &edges {
+            let e = &mut inline_in[(key & 0xffff_ffff) as usize];
+            if inl != 0 {
                 e.0 = true
             } else {
                 e.1 = true
@@ -122,7 +122,7 @@ impl Index<'_> {
                 },
             })
             .collect();
-        rows.sort_by(|a, b| {
+        rows.sort_unstable_by(|a, b| {
             b.flat
                 .wrapping_abs()
                 .cmp(&a.flat.wrapping_abs())

@@ -42,7 +42,11 @@ pub fn format_value(v: i64, unit: &str) -> String {
         }
         Unit::Nanoseconds => {
             const S: [(f64, &str); 4] = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")];
-            let (d, s) = S.iter().copied().find(|&(d, _)| a >= d).unwrap_or((1.0, "ns"));
+            let (d, s) = S
+                .iter()
+                .copied()
+                .find(|&(d, _)| a >= d)
+                .unwrap_or((1.0, "ns"));
             (a / d, s)
         }
         Unit::Count => {
@@ -62,15 +66,24 @@ pub fn format_value(v: i64, unit: &str) -> String {
     format!("{sign}{} {suffix}", three_digits(scaled))
 }
 
-/// Three significant digits: 1.23, 12.3, 123.
+/// Three significant digits: 1.23, 12.3, 123. Integer arithmetic only, so the wasm
+/// bundle carries no float-formatting code.
 fn three_digits(x: f64) -> String {
-    if x >= 100.0 {
-        format!("{x:.0}")
-    } else if x >= 10.0 {
-        format!("{x:.1}")
+    if x >= 99.95 {
+        format!("{}", x.round() as u64)
+    } else if x >= 9.995 {
+        fixed(x, 1)
     } else {
-        format!("{x:.2}")
+        fixed(x, 2)
     }
+}
+
+/// `x` with `decimals` (1 or 2) digits after the point, rounded half up.
+fn fixed(x: f64, decimals: u32) -> String {
+    let scale = 10u64.pow(decimals);
+    let n = (x.abs() * scale as f64).round() as u64;
+    let sign = if x < 0.0 && n != 0 { "-" } else { "" };
+    format!("{sign}{}.{:0width$}", n / scale, n % scale, width = decimals as usize)
 }
 
 /// A percentage as pprof prints it: two decimals, `100%` when within rounding of it.
@@ -82,6 +95,6 @@ pub fn format_percent(p: f64) -> String {
             "100%".into()
         }
     } else {
-        format!("{p:.2}%")
+        format!("{}%", fixed(p, 2))
     }
 }

@@ -1,0 +1,317 @@
+//! The flame graph: one `<canvas>` (not a DOM node per frame), root on top. Click a
+//! frame to zoom into it, breadcrumbs to zoom out, hover for details, search to
+//! highlight; inlined frames are drawn lighter with a hatched left edge.
+
+use crate::state::ByPtr;
+use host_cli::analysis::{format_percent, format_value, FlameTree};
+use regex_lite::Regex;
+use std::cell::Cell;
+use std::rc::Rc;
+use wasm_bindgen::JsCast;
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
+use yew::prelude::*;
+
+/// Height of one row of frames, CSS pixels.
+const ROW: f64 = 20.0;
+
+#[derive(Properties, PartialEq)]
+pub struct Props {
+    pub tree: ByPtr<FlameTree>,
+    pub zoom: Vec<String>,
+    pub search: String,
+    pub unit: String,
+    /// Total the percentages are relative to (pprof's).
+    pub total: i64,
+    /// Profile load counter: the first paint of each load is marked for the benchmark.
+    pub generation: u32,
+    pub on_zoom: Callback<Vec<String>>,
+    pub on_source: Callback<String>,
+}
+
+/// What the pointer is over.
+#[derive(Clone, PartialEq)]
+struct Hover {
+    node: usize,
+    x: f64,
+    y: f64,
+}
+
+/// Text matcher for the search box: a regex when it compiles, else a substring.
+enum Matcher {
+    Re(Regex),
+    Sub(String),
+}
+
+impl Matcher {
+    fn new(q: &str) -> Option<Self> {
+        if q.is_empty() {
+            return None;
+        }
+        Some(Regex::new(q).map(Matcher::Re).unwrap_or_else(|_| Matcher::Sub(q.to_owned())))
+    }
+    fn is_match(&self, s: &str) -> bool {
+        match self {
+            Matcher::Re(r) => r.is_match(s),
+            Matcher::Sub(q) => s.contains(q.as_str()),
+        }
+    }
+}
+
+#[function_component(FlameGraph)]
+pub fn flame_graph(p: &Props) -> Html {
+    let canvas = use_node_ref();
+    let hover = use_state(|| None::<Hover>);
+    let resize = use_state(|| 0u32);
+    let painted = use_mut_ref(|| u32::MAX);
+    let zoom_names: Vec<&str> = p.zoom.iter().map(String::as_str).collect();
+    let zoom = p.tree.find_path(&zoom_names).unwrap_or(0);
+    // Redraw on window resize.
+    {
+        let resize = resize.clone();
+        use_effect_with((), move |_| {
+            let count = Rc::new(Cell::new(0u32));
+            let listener = web_sys::window().map(|w| {
+                gloo_events::EventListener::new(&w, "resize", move |_| {
+                    count.set(count.get().wrapping_add(1));
+                    resize.set(count.get());
+                })
+            });
+            move || drop(listener)
+        });
+    }
+    {
+        let canvas = canvas.clone();
+        let tree = p.tree.clone();
+        let generation = p.generation;
+        use_effect_with((tree, zoom, p.search.clone(), *resize, generation), move |(tree, zoom, search, _, generation)| {
+            if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
+                draw(&c, tree, *zoom, Matcher::new(search).as_ref());
+                if *painted.borrow() != *generation {
+                    *painted.borrow_mut() = *generation;
+                    crate::load::mark("flame-painted");
+                }
+            }
+        });
+    }
+    let onmousemove = {
+        let hover = hover.clone();
+        let tree = p.tree.clone();
+        Callback::from(move |e: MouseEvent| {
+            let Some(c) = e.target_dyn_into::<HtmlCanvasElement>() else { return };
+            let (x, y) = (e.offset_x() as f64, e.offset_y() as f64);
+            let hit = hit(&c, &tree, zoom, x, y);
+            let new = hit.map(|node| Hover { node, x, y });
+            if *hover != new {
+                hover.set(new);
+            }
+        })
+    };
+    let onmouseleave = {
+        let hover = hover.clone();
+        Callback::from(move |_| hover.set(None))
+    };
+    let path_to = {
+        let tree = p.tree.clone();
+        move |i: usize| -> Vec<String> { tree.path(i).into_iter().skip(1).map(|j| tree.name(j).to_owned()).collect() }
+    };
+    let onclick = {
+        let tree = p.tree.clone();
+        let on_zoom = p.on_zoom.clone();
+        let path_to = path_to.clone();
+        Callback::from(move |e: MouseEvent| {
+            let Some(c) = e.target_dyn_into::<HtmlCanvasElement>() else { return };
+            if let Some(i) = hit(&c, &tree, zoom, e.offset_x() as f64, e.offset_y() as f64) {
+                on_zoom.emit(path_to(i));
+            }
+        })
+    };
+    let ondblclick = {
+        let tree = p.tree.clone();
+        let on_source = p.on_source.clone();
+        Callback::from(move |e: MouseEvent| {
+            let Some(c) = e.target_dyn_into::<HtmlCanvasElement>() else { return };
+            if let Some(i) = hit(&c, &tree, zoom, e.offset_x() as f64, e.offset_y() as f64) {
+                if i != 0 {
+                    on_source.emit(tree.name(i).to_owned());
+                }
+            }
+        })
+    };
+    // Breadcrumbs: root, then every frame down to the zoomed one.
+    let crumbs = {
+        let path = p.tree.path(zoom);
+        let items = path.iter().enumerate().map(|(k, &i)| {
+            let on_zoom = p.on_zoom.clone();
+            let target: Vec<String> = p.zoom.iter().take(k).cloned().collect();
+            let label = if i == 0 { "all".to_owned() } else { p.tree.name(i).to_owned() };
+            let current = k + 1 == path.len();
+            html! {
+                <>
+                    if k > 0 { <span class="sep">{"›"}</span> }
+                    <button class={classes!("crumb", current.then_some("current"))} disabled={current}
+                        onclick={Callback::from(move |_| on_zoom.emit(target.clone()))}>{label}</button>
+                </>
+            }
+        });
+        html! { <nav class="crumbs" aria-label="zoom">{ for items }</nav> }
+    };
+    let tooltip = hover.as_ref().filter(|h| h.node < p.tree.nodes.len()).map(|h| {
+        let n = &p.tree.nodes[h.node];
+        let pct = |v: i64| if p.total == 0 { 0.0 } else { v as f64 / p.total as f64 * 100.0 };
+        let fmt = |v: i64| format_value(v, &p.unit);
+        let left = h.x as i64 + 14;
+        let top = h.y as i64 + 14;
+        html! {
+            <div class="tooltip" style={format!("left:{left}px;top:{top}px")}>
+                <div class="tt-name">{p.tree.name(h.node)}
+                    if n.inlined { <span class="badge inl">{"inlined"}</span> }
+                </div>
+                if p.tree.diff {
+                    <div>{format!("change {}{} ({})", if n.value > 0 { "+" } else { "" }, fmt(n.value), format_percent(pct(n.value)))}</div>
+                    <div class="muted">{format!("new {} · base {}", fmt(n.grew), fmt(n.shrank))}</div>
+                } else {
+                    <div>{format!("{} ({})", fmt(n.value), format_percent(pct(n.value)))}</div>
+                    if n.self_value != 0 { <div class="muted">{format!("self {}", fmt(n.self_value))}</div> }
+                }
+                <div class="muted hint">{"click to zoom · double-click for source"}</div>
+            </div>
+        }
+    });
+    html! {
+        <section class="flame">
+            {crumbs}
+            <div class="flame-box">
+                <canvas ref={canvas} data-testid="flame-graph" {onmousemove} {onmouseleave} {onclick} {ondblclick}></canvas>
+                {for tooltip}
+            </div>
+        </section>
+    }
+}
+
+/// Horizontal mapping of the zoomed frame onto the canvas: (x0 in value units, px per unit).
+fn scale(tree: &FlameTree, zoom: usize, width: f64) -> (f64, f64) {
+    let z = &tree.nodes[zoom];
+    let w = (z.width.max(1)) as f64;
+    (z.x as f64, width / w)
+}
+
+/// The frame under canvas point (x, y) in CSS pixels.
+fn hit(c: &HtmlCanvasElement, tree: &FlameTree, zoom: usize, x: f64, y: f64) -> Option<usize> {
+    let depth = (y / ROW).floor() as u32;
+    let (x0, k) = scale(tree, zoom, c.client_width() as f64);
+    let vx = x0 + x / k;
+    let mut i = 0;
+    while i < tree.nodes.len() {
+        let n = &tree.nodes[i];
+        let inside = (n.x as f64) <= vx && vx < (n.x + n.width) as f64;
+        if !inside {
+            i = n.end as usize;
+            continue;
+        }
+        if n.depth == depth {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Draws the tree zoomed on `zoom` (ancestors span the full width).
+fn draw(c: &HtmlCanvasElement, tree: &FlameTree, zoom: usize, search: Option<&Matcher>) {
+    let Some(parent) = c.parent_element() else { return };
+    let width = parent.client_width().max(100) as f64;
+    let (x0, k) = scale(tree, zoom, width);
+    let zn = &tree.nodes[zoom];
+    // Depth of the visible part: ancestors plus the zoomed subtree.
+    let max_depth = tree.nodes[zoom..zn.end as usize].iter().map(|n| n.depth).max().unwrap_or(0);
+    let height = (max_depth as f64 + 1.0) * ROW + 1.0;
+    let dpr = web_sys::window().map(|w| w.device_pixel_ratio()).unwrap_or(1.0).max(1.0);
+    c.set_width((width * dpr).round() as u32);
+    c.set_height((height * dpr).round() as u32);
+    let _ = c.style().set_property("width", &format!("{}px", width as i64));
+    let _ = c.style().set_property("height", &format!("{}px", height as i64));
+    let Some(ctx) = c.get_context("2d").ok().flatten().and_then(|x| x.dyn_into::<CanvasRenderingContext2d>().ok()) else {
+        return;
+    };
+    let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
+    ctx.clear_rect(0.0, 0.0, width, height);
+    ctx.set_font("12px ui-monospace, 'SF Mono', Menlo, Consolas, monospace");
+    ctx.set_text_baseline("middle");
+    let char_w = ctx.measure_text("abcdefghijklmnopqrstuvwxyz").map(|m| m.width() / 26.0).unwrap_or(7.0).max(1.0);
+    let (lo, hi) = (x0, x0 + zn.width.max(1) as f64);
+    let mut i = 0;
+    while i < tree.nodes.len() {
+        let n = &tree.nodes[i];
+        let (nx, nw) = (n.x as f64, n.width as f64);
+        // Off the zoomed range, or too thin to see: skip the whole subtree.
+        if nx + nw <= lo || nx >= hi || nw * k < 0.4 || n.width == 0 {
+            i = n.end as usize;
+            continue;
+        }
+        let px = ((nx - x0) * k).max(0.0);
+        let pw = ((nx + nw - x0) * k).min(width) - px;
+        let py = n.depth as f64 * ROW;
+        let name = tree.name(i);
+        let matched = search.map(|m| m.is_match(name));
+        ctx.set_fill_style_str(&color(name, n, tree.diff, matched));
+        ctx.fill_rect(px, py, (pw - 1.0).max(0.4), ROW - 1.0);
+        if n.inlined && pw > 4.0 {
+            // Hatched left edge: "this frame was inlined into its caller".
+            ctx.set_fill_style_str("rgba(120, 60, 20, 0.55)");
+            let mut yy = py;
+            while yy < py + ROW - 1.0 {
+                ctx.fill_rect(px, yy, 3.0, 2.0);
+                yy += 4.0;
+            }
+        }
+        if pw > 3.0 * char_w {
+            let room = ((pw - 8.0) / char_w).floor() as usize;
+            let label = fit(name, room);
+            ctx.set_fill_style_str(if matched == Some(false) { "#6b6b6b" } else { "#1c1917" });
+            let _ = ctx.fill_text(&label, px + if n.inlined { 6.0 } else { 4.0 }, py + ROW / 2.0);
+        }
+        i += 1;
+    }
+}
+
+/// `name` shortened to `room` characters with an ellipsis.
+fn fit(name: &str, room: usize) -> String {
+    let n = name.chars().count();
+    if n <= room {
+        return name.to_owned();
+    }
+    if room <= 2 {
+        return String::new();
+    }
+    let mut s: String = name.chars().take(room - 1).collect();
+    s.push('…');
+    s
+}
+
+/// Fill colour: warm hues by name (stable across reloads), lighter when inlined;
+/// in a diff, red for growth and blue for shrinkage by the net share; search matches
+/// in violet and the rest greyed.
+fn color(name: &str, n: &host_cli::analysis::FlameNode, diff: bool, matched: Option<bool>) -> String {
+    let h = name.bytes().fold(2166136261u32, |h, b| (h ^ b as u32).wrapping_mul(16777619));
+    if matched == Some(true) {
+        return format!("hsl(280, 62%, {}%)", 70 + (h % 8));
+    }
+    if diff {
+        let r = if n.width == 0 { 0.0 } else { n.value as f64 / n.width as f64 };
+        let (hue, s) = if r >= 0.0 { (4, r) } else { (214, -r) };
+        let sat = (20.0 + 65.0 * s) as u32;
+        let light = (88.0 - 30.0 * s) as u32;
+        return if matched == Some(false) {
+            format!("hsl({hue}, 8%, 88%)")
+        } else {
+            format!("hsl({hue}, {sat}%, {light}%)")
+        };
+    }
+    let hue = 8 + (h % 42); // red-orange … amber
+    let sat = 78 + (h >> 8) % 16;
+    let light = if n.inlined { 80 } else { 62 + (h >> 16) % 10 };
+    if matched == Some(false) {
+        return format!("hsl({hue}, 10%, {}%)", light + 12);
+    }
+    format!("hsl({hue}, {sat}%, {light}%)")
+}

@@ -1,0 +1,74 @@
+//! View, sample type, filters, zoom and function live in the URL hash, so a reload (or
+//! a shared link, with the same file) shows the same thing. The profile itself never
+//! goes into a URL: `?profile=URL` (or `#profile=URL`) only names a same-origin file
+//! to fetch, for `cargo xtask demo`.
+
+use crate::state::{State, View};
+use web_sys::UrlSearchParams;
+
+/// Reads the settings from the current URL hash into a fresh state.
+pub fn initial_state() -> State {
+    let mut s = State::default();
+    let Some(p) = hash_params() else {
+        return s;
+    };
+    let get = |k: &str| p.get(k).unwrap_or_default();
+    s.view = View::parse(&get("view"));
+    s.sample = get("si");
+    s.focus = get("focus");
+    s.ignore = get("ignore");
+    s.search = get("search");
+    s.func = get("fn");
+    let z = get("zoom");
+    s.zoom = if z.is_empty() { Vec::new() } else { z.split(';').map(str::to_owned).collect() };
+    s
+}
+
+fn hash_params() -> Option<UrlSearchParams> {
+    let h = web_sys::window()?.location().hash().ok()?;
+    UrlSearchParams::new_with_str(h.trim_start_matches('#')).ok()
+}
+
+/// The hash for a state (only non-default settings, so URLs stay short).
+pub fn encode(s: &State) -> String {
+    let Ok(p) = UrlSearchParams::new() else {
+        return String::new();
+    };
+    if let Some(url) = preload_url("profile") {
+        if hash_params().and_then(|h| h.get("profile")).is_some() {
+            p.append("profile", &url);
+        }
+    }
+    p.append("view", s.view.as_str());
+    let si = s.sample_name();
+    if !si.is_empty() {
+        p.append("si", &si);
+    }
+    for (k, v) in [("focus", &s.focus), ("ignore", &s.ignore), ("search", &s.search), ("fn", &s.func)] {
+        if !v.is_empty() {
+            p.append(k, v);
+        }
+    }
+    if !s.zoom.is_empty() {
+        p.append("zoom", &s.zoom.join(";"));
+    }
+    String::from(p.to_string())
+}
+
+/// Replaces the URL hash without adding a history entry or firing `hashchange`.
+pub fn write(hash: &str) {
+    let Some(w) = web_sys::window() else { return };
+    if w.location().hash().ok().as_deref().map(|h| h.trim_start_matches('#')) == Some(hash) {
+        return;
+    }
+    if let Ok(h) = w.history() {
+        let _ = h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&format!("#{hash}")));
+    }
+}
+
+/// A profile URL to preload: `?key=URL` in the query, else `#key=URL` in the hash.
+pub fn preload_url(key: &str) -> Option<String> {
+    let loc = web_sys::window()?.location();
+    let q = UrlSearchParams::new_with_str(&loc.search().ok()?).ok()?;
+    q.get(key).or_else(|| hash_params()?.get(key)).filter(|s| !s.is_empty())
+}

@@ -1,0 +1,121 @@
+//! Reading dropped, picked or preloaded files: profiles are decoded (samples merged by
+//! stack as they are read), source files kept as text for the source view.
+
+use crate::state::{Action, Slot, State};
+use host_cli::analysis::decode_compact;
+use host_cli::profile;
+use js_sys::Uint8Array;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use yew::UseReducerDispatcher;
+
+/// File name endings treated as source text rather than profiles.
+const SOURCE_EXT: &[&str] = &[
+    "go", "rs", "c", "h", "cc", "cpp", "cxx", "hh", "hpp", "hxx", "s", "S", "py", "java", "kt", "js", "ts", "zig",
+    "swift", "m", "mm", "cs", "rb",
+];
+
+/// A performance mark the benchmark reads (`heapsnap:<name>`).
+pub fn mark(name: &str) {
+    if let Some(p) = web_sys::window().and_then(|w| w.performance()) {
+        let _ = p.mark(&format!("heapsnap:{name}"));
+    }
+}
+
+fn is_source(name: &str, bytes: &[u8]) -> bool {
+    let ext = name.rsplit('.').next().unwrap_or("");
+    name.contains('.') && SOURCE_EXT.contains(&ext) && !profile::is_gzip(bytes) && std::str::from_utf8(bytes).is_ok()
+}
+
+/// Reads `files` (from an `<input type=file>` or a drop) and dispatches the results.
+/// Profiles go to `slot`; when two profiles come at once into the main slot, the
+/// older file (by modification time) becomes the base.
+pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: UseReducerDispatcher<State>) {
+    if files.is_empty() {
+        return;
+    }
+    mark("file-selected");
+    dispatch.dispatch(Action::Loading(files.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")));
+    wasm_bindgen_futures::spawn_local(async move {
+        let mut sources = Vec::new();
+        let mut profiles = Vec::new();
+        for f in files {
+            let name = f.name();
+            let buf = match JsFuture::from(f.array_buffer()).await {
+                Ok(b) => b,
+                Err(e) => {
+                    dispatch.dispatch(Action::Failed(format!("{name}: cannot read the file ({e:?})")));
+                    return;
+                }
+            };
+            let bytes = Uint8Array::new(&buf).to_vec();
+            drop(buf);
+            if is_source(&name, &bytes) {
+                sources.push((name, String::from_utf8_lossy(&bytes).into_owned()));
+            } else {
+                profiles.push((name, f.last_modified(), bytes));
+            }
+        }
+        if !sources.is_empty() {
+            dispatch.dispatch(Action::Sources(sources));
+        }
+        let mut slots = vec![slot];
+        if slot == Slot::Main && profiles.len() == 2 {
+            profiles.sort_by(|a, b| a.1.total_cmp(&b.1));
+            slots = vec![Slot::Base, Slot::Main];
+        } else if profiles.len() > 1 {
+            dispatch.dispatch(Action::Failed(format!(
+                "{} profiles dropped at once: drop one, or two to compare (the older is the base)",
+                profiles.len()
+            )));
+            return;
+        }
+        for ((name, _, bytes), slot) in profiles.into_iter().zip(slots) {
+            decode_into(name, &bytes, slot, &dispatch);
+        }
+    });
+}
+
+/// Decodes one profile and dispatches it (or the error, naming the file).
+fn decode_into(name: String, bytes: &[u8], slot: Slot, dispatch: &UseReducerDispatcher<State>) {
+    match decode_compact(bytes) {
+        Ok(p) => {
+            mark("decoded");
+            dispatch.dispatch(Action::Loaded { slot, name, profile: p, bytes: bytes.len() })
+        }
+        Err(e) => dispatch.dispatch(Action::Failed(format!("{name} is not a usable pprof profile: {e}"))),
+    }
+}
+
+/// Fetches the profiles named by `?profile=URL` / `?base=URL` (same origin only: the
+/// Content-Security-Policy forbids anything else).
+pub fn preload(dispatch: UseReducerDispatcher<State>) {
+    let Some(url) = crate::hash::preload_url("profile") else { return };
+    let base = crate::hash::preload_url("base");
+    mark("file-selected");
+    dispatch.dispatch(Action::Loading(url.clone()));
+    wasm_bindgen_futures::spawn_local(async move {
+        if let Some(b) = base {
+            match fetch(&b).await {
+                Ok(bytes) => decode_into(b, &bytes, Slot::Base, &dispatch),
+                Err(e) => return dispatch.dispatch(Action::Failed(e)),
+            }
+        }
+        match fetch(&url).await {
+            Ok(bytes) => decode_into(url, &bytes, Slot::Main, &dispatch),
+            Err(e) => dispatch.dispatch(Action::Failed(e)),
+        }
+    });
+}
+
+async fn fetch(url: &str) -> Result<Vec<u8>, String> {
+    let w = web_sys::window().ok_or("no window")?;
+    let resp = JsFuture::from(w.fetch_with_str(url)).await.map_err(|e| format!("cannot fetch {url}: {e:?}"))?;
+    let resp: web_sys::Response = resp.dyn_into().map_err(|_| format!("cannot fetch {url}"))?;
+    if !resp.ok() {
+        return Err(format!("cannot fetch {url}: HTTP {}", resp.status()));
+    }
+    let buf = resp.array_buffer().map_err(|e| format!("cannot read {url}: {e:?}"))?;
+    let buf = JsFuture::from(buf).await.map_err(|e| format!("cannot read {url}: {e:?}"))?;
+    Ok(Uint8Array::new(&buf).to_vec())
+}

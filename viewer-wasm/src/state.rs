@@ -1,0 +1,360 @@
+//! All of the app's state in one reducer (yew's `function_todomvc` pattern): views only
+//! render it and dispatch [`Action`]s. What the views show ([`Derived`]) is recomputed
+//! here, with the host-cli analysis, whenever an input of it changes.
+
+use host_cli::analysis::{Filter, FlameTree, Index, SourceTable, TopTable};
+use host_cli::profile::{self, Profile};
+use std::rc::Rc;
+use yew::Reducible;
+
+/// Which view fills the page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    Flame,
+    Top,
+    Source,
+}
+
+impl View {
+    /// Name used in the URL hash.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            View::Flame => "flame",
+            View::Top => "top",
+            View::Source => "source",
+        }
+    }
+
+    /// Parses a URL-hash name; unknown names fall back to the flame graph.
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "top" => View::Top,
+            "source" => View::Source,
+            _ => View::Flame,
+        }
+    }
+}
+
+/// Top-table column to sort by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SortCol {
+    /// pprof's order (flat, then name).
+    Flat,
+    Cum,
+    Name,
+}
+
+/// Where a dropped or picked profile goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    Main,
+    Base,
+}
+
+/// A profile the user loaded.
+#[derive(Debug, PartialEq)]
+pub struct Loaded {
+    /// File name (or URL) it came from.
+    pub name: String,
+    /// Decoded with samples merged by stack.
+    pub profile: Rc<Profile>,
+    /// Size of the file as read.
+    pub bytes: usize,
+}
+
+/// `Rc` compared by pointer: cheap equality for yew props and effect dependencies.
+#[derive(Debug)]
+pub struct ByPtr<T>(pub Rc<T>);
+
+impl<T> Clone for ByPtr<T> {
+    fn clone(&self) -> Self {
+        ByPtr(self.0.clone())
+    }
+}
+
+impl<T> PartialEq for ByPtr<T> {
+    fn eq(&self, o: &Self) -> bool {
+        Rc::ptr_eq(&self.0, &o.0)
+    }
+}
+
+impl<T> std::ops::Deref for ByPtr<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// What the views show, computed from the profile and the settings.
+#[derive(Debug)]
+pub struct Derived {
+    /// `(type, unit)` of every sample type.
+    pub sample_types: Vec<(String, String)>,
+    /// The sample index shown.
+    pub sample_index: usize,
+    /// Its unit ("bytes", "count", …).
+    pub unit: String,
+    pub top: TopTable,
+    pub flame: ByPtr<FlameTree>,
+    pub source: Option<SourceTable>,
+    /// Profile comments (dropped-sample warnings and the like): always shown.
+    pub comments: Vec<String>,
+    /// Why the focus/ignore filter was not applied, if it was not.
+    pub filter_error: Option<String>,
+    /// Samples in the (merged) profile.
+    pub samples: usize,
+}
+
+/// The whole state.
+#[derive(Clone, Debug)]
+pub struct State {
+    pub main: Option<Rc<Loaded>>,
+    pub base: Option<Rc<Loaded>>,
+    /// `main`, or `diff(base, main)` when a base is loaded.
+    pub shown: Option<Rc<Profile>>,
+    /// Sample type name ("" = the profile's default).
+    pub sample: String,
+    pub focus: String,
+    pub ignore: String,
+    pub search: String,
+    pub view: View,
+    /// Zoomed flame frame, as function names from the root.
+    pub zoom: Vec<String>,
+    /// Function of the source view.
+    pub func: String,
+    pub sort: (SortCol, bool),
+    /// Dropped source files: (path as given, text).
+    pub sources: Rc<Vec<(String, Rc<str>)>>,
+    pub error: Option<String>,
+    /// "Reading x…" while a file is read and decoded.
+    pub loading: Option<String>,
+    pub derived: Option<Rc<Derived>>,
+    pub all_rows: bool,
+    /// Bumped on every profile load (the flame graph marks its first paint of each).
+    pub generation: u32,
+}
+
+/// Everything that changes the state.
+pub enum Action {
+    Loading(String),
+    Loaded { slot: Slot, name: String, profile: Profile, bytes: usize },
+    Failed(String),
+    DismissError,
+    ClearBase,
+    SampleType(String),
+    Focus(String),
+    Ignore(String),
+    Search(String),
+    View(View),
+    Zoom(Vec<String>),
+    /// Open the source view of a function.
+    Source(String),
+    /// Focus the flame graph on a function (sets the focus filter to it).
+    FocusFunction(String),
+    Sort(SortCol),
+    Sources(Vec<(String, String)>),
+    ShowAllRows,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            main: None,
+            base: None,
+            shown: None,
+            sample: String::new(),
+            focus: String::new(),
+            ignore: String::new(),
+            search: String::new(),
+            view: View::Flame,
+            zoom: Vec::new(),
+            func: String::new(),
+            sort: (SortCol::Flat, true),
+            sources: Rc::new(Vec::new()),
+            error: None,
+            loading: None,
+            derived: None,
+            all_rows: false,
+            generation: 0,
+        }
+    }
+}
+
+impl Reducible for State {
+    type Action = Action;
+
+    fn reduce(self: Rc<Self>, action: Action) -> Rc<Self> {
+        let mut s = (*self).clone();
+        // What must be recomputed: nothing, the source view only, or everything.
+        let mut refresh = Refresh::None;
+        match action {
+            Action::Loading(what) => s.loading = Some(what),
+            Action::Loaded { slot, name, profile, bytes } => {
+                let l = Rc::new(Loaded { name, profile: Rc::new(profile), bytes });
+                match slot {
+                    Slot::Main => s.main = Some(l),
+                    Slot::Base => s.base = Some(l),
+                }
+                s.loading = None;
+                s.error = None;
+                s.generation = s.generation.wrapping_add(1);
+                s.combine();
+                refresh = Refresh::All;
+            }
+            Action::Failed(e) => {
+                s.loading = None;
+                s.error = Some(e);
+            }
+            Action::DismissError => s.error = None,
+            Action::ClearBase => {
+                s.base = None;
+                s.combine();
+                refresh = Refresh::All;
+            }
+            Action::SampleType(t) => {
+                s.sample = t;
+                refresh = Refresh::All;
+            }
+            Action::Focus(f) => {
+                s.focus = f;
+                refresh = Refresh::All;
+            }
+            Action::Ignore(f) => {
+                s.ignore = f;
+                refresh = Refresh::All;
+            }
+            Action::Search(q) => s.search = q,
+            Action::View(v) => s.view = v,
+            Action::Zoom(z) => s.zoom = z,
+            Action::Source(f) => {
+                s.func = f;
+                s.view = View::Source;
+                refresh = Refresh::Source;
+            }
+            Action::FocusFunction(f) => {
+                s.focus = format!("^{}$", regex_escape(&f));
+                s.zoom.clear();
+                s.view = View::Flame;
+                refresh = Refresh::All;
+            }
+            Action::Sort(c) => {
+                s.sort = if s.sort.0 == c { (c, !s.sort.1) } else { (c, c != SortCol::Name) };
+            }
+            Action::Sources(files) => {
+                s.loading = None;
+                let mut v = (*s.sources).clone();
+                for (name, text) in files {
+                    v.retain(|(n, _)| *n != name);
+                    v.push((name, Rc::from(text)));
+                }
+                s.sources = Rc::new(v);
+            }
+            Action::ShowAllRows => s.all_rows = true,
+        }
+        match refresh {
+            Refresh::None => {}
+            Refresh::Source => s.refresh_source(),
+            Refresh::All => s.refresh(),
+        }
+        Rc::new(s)
+    }
+}
+
+enum Refresh {
+    None,
+    Source,
+    All,
+}
+
+impl State {
+    /// Sets `shown` from `main` and `base`.
+    fn combine(&mut self) {
+        self.shown = match (&self.main, &self.base) {
+            (Some(m), Some(b)) => match profile::diff(&b.profile, &m.profile) {
+                Ok(d) => Some(Rc::new(d)),
+                Err(e) => {
+                    self.error = Some(format!("cannot compare {} against base {}: {e}", m.name, b.name));
+                    self.base = None;
+                    Some(m.profile.clone())
+                }
+            },
+            (Some(m), None) => Some(m.profile.clone()),
+            _ => None,
+        };
+    }
+
+    /// Recomputes everything the views show.
+    pub fn refresh(&mut self) {
+        let Some(p) = self.shown.clone() else {
+            self.derived = None;
+            return;
+        };
+        let si = p.sample_index(&self.sample).unwrap_or_else(|_| p.default_sample_index());
+        let (filter, filter_error) = match Filter::new(&self.focus, &self.ignore) {
+            Ok(f) => (f, None),
+            Err(e) => (Filter::none(), Some(e.to_string())),
+        };
+        let ix = Index::new(&p);
+        let top = ix.top(si, &filter);
+        let flame = ByPtr(Rc::new(ix.flame(si, &filter)));
+        let source = self.source_of(&ix, si, &filter);
+        self.derived = Some(Rc::new(Derived {
+            sample_types: p.sample_types().into_iter().map(|(a, b)| (a.to_owned(), b.to_owned())).collect(),
+            sample_index: si,
+            unit: p.sample_type.get(si).map(|t| p.str(t.unit).to_owned()).unwrap_or_default(),
+            top,
+            flame,
+            source,
+            comments: p.comments().into_iter().map(str::to_owned).collect(),
+            filter_error,
+            samples: p.sample.len(),
+        }));
+    }
+
+    fn refresh_source(&mut self) {
+        let (Some(p), Some(d)) = (self.shown.clone(), self.derived.clone()) else {
+            return;
+        };
+        let filter = Filter::new(&self.focus, &self.ignore).unwrap_or_default();
+        let ix = Index::new(&p);
+        let source = self.source_of(&ix, d.sample_index, &filter);
+        self.derived = Some(Rc::new(Derived {
+            sample_types: d.sample_types.clone(),
+            sample_index: d.sample_index,
+            unit: d.unit.clone(),
+            top: d.top.clone(),
+            flame: d.flame.clone(),
+            source,
+            comments: d.comments.clone(),
+            filter_error: d.filter_error.clone(),
+            samples: d.samples,
+        }));
+    }
+
+    fn source_of(&self, ix: &Index<'_>, si: usize, filter: &Filter) -> Option<SourceTable> {
+        if self.func.is_empty() {
+            return None;
+        }
+        ix.node_of(&self.func).map(|n| ix.source(n, si, filter))
+    }
+
+    /// Name of the sample type shown (for the `<select>` and the URL).
+    pub fn sample_name(&self) -> String {
+        self.derived
+            .as_ref()
+            .and_then(|d| d.sample_types.get(d.sample_index).map(|t| t.0.clone()))
+            .unwrap_or_else(|| self.sample.clone())
+    }
+}
+
+/// Escapes regex metacharacters so a function name matches itself literally.
+pub fn regex_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -1,0 +1,111 @@
+//! The top table: pprof's `-top` columns, sortable; a row opens its source view, the
+//! ⌖ button focuses the flame graph on it. Numeric cells carry the raw number in
+//! `data-value` for tests and scripts.
+
+use crate::state::{ByPtr, SortCol, State};
+use host_cli::analysis::{format_percent, format_value, Inline, TopRow};
+use yew::prelude::*;
+
+/// Rows rendered before "show all" (the DOM is not a good place for 50k rows).
+const FIRST_ROWS: usize = 1000;
+
+#[derive(Properties, PartialEq)]
+pub struct Props {
+    pub state: ByPtr<State>,
+    pub on_sort: Callback<SortCol>,
+    pub on_source: Callback<String>,
+    pub on_focus: Callback<String>,
+    pub on_show_all: Callback<()>,
+}
+
+#[function_component(TopTable)]
+pub fn top_table(p: &Props) -> Html {
+    let Some(d) = p.state.derived.as_ref() else { return html! {} };
+    let unit = d.unit.as_str();
+    let (col, desc) = p.state.sort;
+    let mut rows: Vec<&TopRow> = d.top.rows.iter().collect();
+    match col {
+        SortCol::Flat => {}
+        SortCol::Cum => rows.sort_by(|a, b| b.cum.abs().cmp(&a.cum.abs()).then_with(|| a.name.cmp(&b.name))),
+        SortCol::Name => rows.sort_by(|a, b| b.name.cmp(&a.name)),
+    }
+    if !desc {
+        rows.reverse();
+    }
+    let total_rows = rows.len();
+    if !p.state.all_rows {
+        rows.truncate(FIRST_ROWS);
+    }
+    let diff = d.flame.diff;
+    let head = |label: &'static str, c: SortCol, class: &'static str| {
+        let on_sort = p.on_sort.clone();
+        let arrow = if col == c { if desc { " ▾" } else { " ▴" } } else { "" };
+        html! {
+            <th class={classes!(class, "sortable")} onclick={Callback::from(move |_| on_sort.emit(c))}
+                aria-sort={if col == c { if desc { "descending" } else { "ascending" } } else { "none" }}>
+                {label}{arrow}
+            </th>
+        }
+    };
+    let sign = |v: i64| if !diff || v == 0 { "" } else if v > 0 { "grew" } else { "shrank" };
+    let body = rows.iter().map(|r| {
+        let name = r.name.clone();
+        let on_source = p.on_source.clone();
+        let on_focus = p.on_focus.clone();
+        let focus_name = r.name.clone();
+        let onclick = Callback::from(move |_| on_source.emit(name.clone()));
+        let focus = Callback::from(move |e: MouseEvent| {
+            e.stop_propagation();
+            on_focus.emit(focus_name.clone())
+        });
+        let selected = p.state.func == r.name;
+        html! {
+            <tr data-testid="top-row" data-name={r.name.clone()} class={classes!(selected.then_some("selected"))} {onclick}>
+                <td class={classes!("num", sign(r.flat))} data-value={r.flat.to_string()}>{format_value(r.flat, unit)}</td>
+                <td class="num pct" data-value={raw(r.flat_pct)}>{format_percent(r.flat_pct)}</td>
+                <td class="num pct" data-value={raw(r.sum_pct)}>{format_percent(r.sum_pct)}</td>
+                <td class={classes!("num", sign(r.cum))} data-value={r.cum.to_string()}>{format_value(r.cum, unit)}</td>
+                <td class="num pct" data-value={raw(r.cum_pct)}>{format_percent(r.cum_pct)}</td>
+                <td class="fn">
+                    <span class="fn-name">{&r.name}</span>
+                    { match r.inline {
+                        Inline::Full => html! { <span class="badge inl" title="always inlined into its callers">{"inline"}</span> },
+                        Inline::Partial => html! { <span class="badge inl" title="inlined into some callers">{"partial-inline"}</span> },
+                        Inline::No => html! {},
+                    } }
+                    <button class="row-focus" title="Focus the flame graph on this function" onclick={focus}>{"⌖"}</button>
+                </td>
+            </tr>
+        }
+    });
+    let more = (!p.state.all_rows && total_rows > FIRST_ROWS).then(|| {
+        let on_show_all = p.on_show_all.clone();
+        html! {
+            <button class="more" onclick={Callback::from(move |_| on_show_all.emit(()))}>
+                {format!("Show all {total_rows} functions")}
+            </button>
+        }
+    });
+    html! {
+        <section class="top">
+            <table data-testid="top-table">
+                <thead><tr>
+                    {head("flat", SortCol::Flat, "num")}
+                    {head("flat%", SortCol::Flat, "num")}
+                    <th class="num">{"sum%"}</th>
+                    {head("cum", SortCol::Cum, "num")}
+                    {head("cum%", SortCol::Cum, "num")}
+                    {head("name", SortCol::Name, "fn")}
+                </tr></thead>
+                <tbody>{ for body }</tbody>
+            </table>
+            {for more}
+        </section>
+    }
+}
+
+/// A float as JavaScript prints it (shortest round-trip), without Rust's float
+/// formatting code in the bundle.
+fn raw(v: f64) -> String {
+    String::from(js_sys::Number::from(v).to_string(10).unwrap_or_else(|_| "NaN".into()))
+}

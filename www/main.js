@@ -1,0 +1,12 @@
+// Loads the viewer (built by `cargo xtask viewer` into pkg/). Kept out of index.html so
+// the Content-Security-Policy can forbid inline scripts.
+import init from './pkg/viewer.js';
+
+init().catch((e) => {
+  const app = document.getElementById('app');
+  const div = document.createElement('div');
+  div.className = 'error';
+  div.dataset.testid = 'error';
+  div.textContent = `The viewer failed to start: ${e}. Was it built (cargo xtask viewer)?`;
+  app.prepend(div);
+});
