@@ -19,13 +19,13 @@ pub fn warnings(s: &Snapshot) -> Vec<String> {
     };
     add(
         c.stack_table_full,
-        "stack table full: {n} samples dropped; raise STACKS",
+        "stack table full: {n} samples dropped; raise STACKS (the profiler's `S` stacks or `F` frame-arena capacity)",
     );
     add(
         c.bucket_table_full,
-        "bucket table full: {n} samples dropped; raise BUCKETS",
+        "bucket table full: {n} samples dropped; raise BUCKETS (the profiler's `B` capacity)",
     );
-    add(c.live_map_full, "live-object map full: {n} sampled objects untracked, their frees are not credited (in-use is overstated); raise LIVE");
+    add(c.live_map_full, "live-object map full: {n} sampled objects untracked, their frees are not credited (in use is overstated); raise LIVE (the profiler's `L` capacity)");
     add(
         c.reentrant,
         "re-entered: {n} allocations made while the profiler was recording were skipped",
@@ -33,7 +33,7 @@ pub fn warnings(s: &Snapshot) -> Vec<String> {
     add(c.unknown_frees, "{n} frees of addresses the live-object map did not know (freed before profiling started, or evicted)");
     add(
         c.truncated_stacks,
-        "{n} stacks cut at the maximum depth: callers beyond it are missing; raise DEPTH",
+        "{n} stacks cut at the maximum depth: callers beyond it are missing; raise DEPTH (the profiler's `D`)",
     );
     if s.sample_rate == 0 {
         w.push("sampling was off (rate 0): the snapshot records nothing".to_owned());

@@ -1,0 +1,24 @@
+//! Any bytes into the pprof reader (gzip sniffing, inflate cap, prost, validation), and
+//! what it accepts into the operations that trust validation: no panic, no unbounded
+//! allocation; a decoded profile re-encodes to the same profile.
+#![no_main]
+
+use host_cli::analysis::{self, Filter};
+use host_cli::profile::{decode, decode_with_limit, diff, encode};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    // A small cap keeps gzip bombs fast; the cap itself is what is being tested.
+    let Ok(p) = decode_with_limit(data, 8 << 20) else {
+        return;
+    };
+    let again = decode(&encode(&p)).expect("an encoded valid profile decodes");
+    assert_eq!(again, p);
+    for i in 0..p.sample_type.len() {
+        let _ = analysis::top(&p, i, &Filter::none());
+        let _ = host_cli::convert::folded(&p, i);
+    }
+    if let Ok(d) = diff(&p, &p) {
+        d.check_valid().expect("a diff of a valid profile is valid");
+    }
+});

@@ -1,0 +1,136 @@
+//! `heapsnap convert` throughput: a synthetic 100k-bucket snapshot with 16-frame stacks
+//! whose frames are real return addresses inside the functions of a real debug ELF
+//! (this benchmark's own executable), decoded, symbolized with DWARF (inlined frames
+//! included), unsampled and written as gzipped pprof. Target: ≤ 1 s per conversion.
+//!
+//! `cargo bench -p host-cli --bench convert` (or `cargo xtask bench`).
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use host_cli::convert::{self, Resolver, Symbols};
+use host_cli::profile;
+use host_cli::symbolize::Elf;
+use object::{Object, ObjectSymbol};
+use sampler_core::decoded::{Bucket, Snapshot, Stack};
+use sampler_core::Cycle;
+use std::time::Duration;
+
+const BUCKETS: usize = 100_000;
+const SIZES_PER_STACK: usize = 4;
+const DEPTH: usize = 16;
+const ADDRESSES: usize = 8192;
+
+/// xorshift64*: deterministic, dependency-free.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// Return addresses inside the ELF's functions (link addresses: the snapshot has no
+/// mappings, as a firmware's), and the snapshot built from them.
+fn synthetic(elf: &[u8]) -> Snapshot {
+    let obj = object::File::parse(elf).expect("bench executable parses");
+    let mut funcs: Vec<(u64, u64)> = obj
+        .symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.size() >= 16 && s.address() != 0)
+        .map(|s| (s.address(), s.size()))
+        .collect();
+    funcs.sort();
+    funcs.dedup();
+    assert!(
+        funcs.len() > 500,
+        "too few functions in the bench ELF: {}",
+        funcs.len()
+    );
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let pool: Vec<u64> = (0..ADDRESSES)
+        .map(|_| {
+            let (a, size) = funcs[(rng.next() % funcs.len() as u64) as usize];
+            a + 1 + rng.next() % (size - 1)
+        })
+        .collect();
+    let stacks: Vec<Stack> = (0..BUCKETS / SIZES_PER_STACK)
+        .map(|id| Stack {
+            id: id as u32,
+            frames: (0..DEPTH)
+                .map(|_| pool[(rng.next() % pool.len() as u64) as usize])
+                .collect(),
+        })
+        .collect();
+    let buckets = stacks
+        .iter()
+        .flat_map(|s| (0..SIZES_PER_STACK as u64).map(move |k| (s.id, 16u64 << k)))
+        .map(|(stack_id, size)| {
+            let allocs = 1 + size % 7;
+            Bucket {
+                stack_id,
+                size,
+                active: Cycle {
+                    allocs,
+                    frees: allocs / 2,
+                    alloc_bytes: allocs * size,
+                    free_bytes: allocs / 2 * size,
+                },
+            }
+        })
+        .collect();
+    Snapshot {
+        version: 1,
+        word_size: 8,
+        sample_rate: 512 * 1024,
+        cycle: 1,
+        stacks,
+        buckets,
+        ..Default::default()
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let exe = std::env::current_exe().unwrap();
+    let elf_bytes = std::fs::read(&exe).unwrap();
+    let snap_bytes = synthetic(&elf_bytes).encode().unwrap();
+
+    // Sanity: the frames symbolize (most to function names with files and lines).
+    let snap = sampler_core::snapshot::decode(&snap_bytes).unwrap();
+    let elf = Elf::parse("bench", &elf_bytes).expect("the bench ELF has DWARF");
+    let mut r = Resolver::new(&snap, vec![elf], None).unwrap();
+    let p = convert::to_profile(&snap, &mut r as &mut dyn Symbols, &mut |_, _| {});
+    let named = p.location.iter().filter(|l| !l.line.is_empty()).count();
+    let lines: usize = p.location.iter().map(|l| l.line.len()).sum();
+    eprintln!(
+        "synthetic snapshot: {} bytes, {} buckets, {} stacks × {DEPTH} frames, {} locations ({} symbolized, {} lines incl. inlined), {} samples",
+        snap_bytes.len(),
+        snap.buckets.len(),
+        snap.stacks.len(),
+        p.location.len(),
+        named,
+        lines,
+        p.sample.len()
+    );
+    assert!(
+        named * 10 >= p.location.len() * 9,
+        "fewer than 90% of the frames symbolized"
+    );
+
+    let mut g = c.benchmark_group("convert");
+    g.sample_size(10)
+        .measurement_time(Duration::from_secs(20))
+        .throughput(Throughput::Elements(BUCKETS as u64));
+    g.bench_function("100k buckets x 16 frames, DWARF, to pprof.gz", |b| {
+        b.iter(|| {
+            let snap = sampler_core::snapshot::decode(&snap_bytes).unwrap();
+            let elf = Elf::parse("bench", &elf_bytes).unwrap();
+            let mut r = Resolver::new(&snap, vec![elf], None).unwrap();
+            let p = convert::to_profile(&snap, &mut r as &mut dyn Symbols, &mut |_, _| {});
+            profile::encode(&p)
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,348 @@
+//! The `heapsnap` binary: inputs (file, stdin, serial capture), outputs on stdout only,
+//! and bad input — each a one-line message naming the problem, a non-zero exit, no
+//! panic, nothing on stdout.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn heapsnap() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_heapsnap"))
+}
+
+fn ok(out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Asserts a clean failure and returns its one line of stderr.
+fn fails(out: Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "should have failed; stderr: {err}");
+    assert!(!err.contains("panicked"), "panic: {err}");
+    assert!(
+        out.stdout.is_empty(),
+        "data on stdout on error: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    assert!(err.starts_with("heapsnap: "), "{err}");
+    err
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+fn snap_bytes() -> Vec<u8> {
+    common::firmware_snapshot().encode().unwrap()
+}
+
+#[test]
+fn empty_file() {
+    let d = common::tmp("cli");
+    let p = write(&d, "empty", b"");
+    for cmd in ["convert", "top", "inspect"] {
+        let e = fails(heapsnap().arg(cmd).arg(&p).output().unwrap());
+        assert!(e.contains("empty input"), "{e}");
+    }
+}
+
+#[test]
+fn truncated_snapshot() {
+    let d = common::tmp("cli");
+    let b = snap_bytes();
+    let p = write(&d, "truncated.snap", &b[..b.len() / 2]);
+    let e = fails(
+        heapsnap()
+            .arg("convert")
+            .arg(&p)
+            .arg("-o")
+            .arg(d.join("x.pb.gz"))
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        e.contains("truncated.snap") && e.contains("snapshot is truncated"),
+        "{e}"
+    );
+    assert!(!d.join("x.pb.gz").exists(), "wrote output for a bad input");
+}
+
+#[test]
+fn corrupt_snapshot() {
+    let d = common::tmp("cli");
+    let mut b = snap_bytes();
+    let mid = b.len() / 2;
+    b[mid] ^= 0x40;
+    let p = write(&d, "corrupt.snap", &b);
+    let e = fails(heapsnap().arg("inspect").arg(&p).output().unwrap());
+    assert!(
+        e.contains("corrupt.snap") && (e.contains("checksum mismatch") || e.contains("corrupt")),
+        "{e}"
+    );
+}
+
+#[test]
+fn garbage_file() {
+    let d = common::tmp("cli");
+    let p = write(&d, "garbage", b"\xff\xfe this is not a profile at all");
+    let e = fails(heapsnap().arg("top").arg(&p).output().unwrap());
+    assert!(
+        e.contains("not a heapsnap snapshot, a COBS serial capture or a pprof profile"),
+        "{e}"
+    );
+}
+
+#[test]
+fn pprof_with_dangling_ids() {
+    use host_cli::profile::{self, Builder, Line};
+    let d = common::tmp("cli");
+    let mut b = Builder::new();
+    b.sample_type("inuse_space", "bytes");
+    let f = b.function("leak", "", "", 0);
+    let l = b.location(
+        0,
+        0x10,
+        vec![Line {
+            function_id: f,
+            line: 1,
+            column: 0,
+        }],
+        false,
+    );
+    b.sample(vec![l], vec![64], vec![]);
+    let mut p = b.finish();
+    p.sample[0].location_id.push(999);
+    let path = write(&d, "dangling.pb.gz", &profile::encode(&p));
+    let e = fails(heapsnap().arg("top").arg(&path).output().unwrap());
+    assert!(
+        e.contains("sample 0 refers to location 999, which does not exist"),
+        "{e}"
+    );
+    p.sample[0].location_id.pop();
+    p.location[0].line[0].function_id = 77;
+    let path = write(&d, "dangling-fn.pb.gz", &profile::encode(&p));
+    let e = fails(
+        heapsnap()
+            .arg("diff")
+            .arg(&path)
+            .arg(&path)
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        e.contains("location 1 refers to function 77, which does not exist"),
+        "{e}"
+    );
+}
+
+#[test]
+fn elf_problems() {
+    let d = common::tmp("cli");
+    let snap = write(&d, "fw.snap", &snap_bytes());
+    let not_elf = write(&d, "not-elf", b"not an ELF");
+    let e = fails(
+        heapsnap()
+            .arg("convert")
+            .arg(&snap)
+            .arg("--elf")
+            .arg(&not_elf)
+            .output()
+            .unwrap(),
+    );
+    assert!(e.contains("not-elf: not a readable ELF file"), "{e}");
+    let e = fails(
+        heapsnap()
+            .arg("convert")
+            .arg(&snap)
+            .arg("--elf")
+            .arg(d.join("missing.elf"))
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        e.contains("cannot read ELF") && e.contains("missing.elf"),
+        "{e}"
+    );
+    // A real ELF without DWARF: cc, stripped.
+    let exe = d.join("nodebug");
+    let st = Command::new("cc")
+        .args(["-g0", "-s", "-o"])
+        .arg(&exe)
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/symfix.c"
+        ))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let e = fails(
+        heapsnap()
+            .arg("top")
+            .arg(&snap)
+            .arg("--elf")
+            .arg(&exe)
+            .output()
+            .unwrap(),
+    );
+    assert!(e.contains("ELF has no DWARF debug info"), "{e}");
+}
+
+#[test]
+fn wrong_flag_and_sample_index() {
+    let d = common::tmp("cli");
+    let snap = write(&d, "fw2.snap", &snap_bytes());
+    let out = heapsnap()
+        .arg("convert")
+        .arg(&snap)
+        .arg("--bogus")
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--bogus"));
+    let e = fails(
+        heapsnap()
+            .arg("top")
+            .arg(&snap)
+            .args(["--sample-index", "wall_time"])
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        e.contains("must be one of: alloc_objects, alloc_space, inuse_objects, inuse_space"),
+        "{e}"
+    );
+    let e = fails(
+        heapsnap()
+            .arg("top")
+            .arg(&snap)
+            .args(["--sample-index", "9"])
+            .output()
+            .unwrap(),
+    );
+    assert!(e.contains("outside the range [0..3]"), "{e}");
+}
+
+#[test]
+fn stdin_and_formats() {
+    let mut child = heapsnap()
+        .args(["convert", "-", "--format", "folded"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&snap_bytes())
+        .unwrap();
+    let folded = ok(child.wait_with_output().unwrap());
+    assert_eq!(
+        folded,
+        "0x8000101;0x8002001;0x8001235 2189\n0x8004441 1024\n"
+    );
+    // pprof to a pipe is fine (only a terminal is refused), and deterministic.
+    let d = common::tmp("cli");
+    let snap = write(&d, "fw3.snap", &snap_bytes());
+    let a = heapsnap().arg("convert").arg(&snap).output().unwrap();
+    let b = heapsnap().arg("convert").arg(&snap).output().unwrap();
+    assert!(a.status.success() && a.stdout == b.stdout && a.stdout.starts_with(&[0x1f, 0x8b]));
+    assert!(
+        a.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&a.stderr)
+    );
+    let p = host_cli::profile::decode(&a.stdout).unwrap();
+    assert_eq!(p.sample.len(), 4);
+}
+
+#[test]
+fn serial_capture_takes_the_last_good_frame() {
+    use sampler_core::snapshot::encode_framed_to_vec;
+    let d = common::tmp("cli");
+    let mut first = common::firmware_snapshot();
+    first.cycle = 1;
+    let second = common::firmware_snapshot();
+    let mut cap = b"boot banner v1.0\r\n".to_vec();
+    cap.extend(encode_framed_to_vec(&first).unwrap());
+    let mut broken = encode_framed_to_vec(&first).unwrap();
+    let n = broken.len();
+    broken[n / 2] ^= 0x5a;
+    cap.extend(broken);
+    cap.extend(encode_framed_to_vec(&second).unwrap());
+    let torn = encode_framed_to_vec(&first).unwrap();
+    cap.extend(&torn[..torn.len() / 3]);
+    let p = write(&d, "serial.cap", &cap);
+    let out = heapsnap().arg("inspect").arg(&p).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = ok(out);
+    assert!(
+        report.contains("cycle            7"),
+        "not the last good snapshot:\n{report}"
+    );
+    assert!(
+        err.contains("serial capture with") && err.contains("3 bad"),
+        "{err}"
+    );
+    // A capture with no good frame: an error that says so.
+    let mut bad = b"boot banner v1.0\r\n".to_vec();
+    let mut broken = encode_framed_to_vec(&first).unwrap();
+    broken[n / 3] ^= 0x11;
+    bad.extend(broken);
+    let p = write(&d, "bad.cap", &bad);
+    let e = fails(heapsnap().arg("inspect").arg(&p).output().unwrap());
+    assert!(e.contains("no valid snapshot in the serial capture"), "{e}");
+}
+
+#[test]
+fn inspect_warns_in_plain_language() {
+    let d = common::tmp("cli");
+    let snap = write(&d, "fw4.snap", &snap_bytes());
+    let r = ok(heapsnap().arg("inspect").arg(&snap).output().unwrap());
+    assert!(
+        r.contains("bucket table full: 312 samples dropped; raise BUCKETS"),
+        "{r}"
+    );
+    assert!(r.contains("truncated_stacks  5"), "{r}");
+}
+
+#[test]
+fn diff_of_snapshots_is_a_profile() {
+    let d = common::tmp("cli");
+    let mut base = common::firmware_snapshot();
+    base.buckets[0].active.allocs = 2;
+    base.buckets[0].active.alloc_bytes = 128;
+    base.buckets[0].active.frees = 0;
+    base.buckets[0].active.free_bytes = 0;
+    let b = write(&d, "base.snap", &base.encode().unwrap());
+    let n = write(&d, "new.snap", &snap_bytes());
+    let out = d.join("diff.pb.gz");
+    ok(heapsnap()
+        .arg("diff")
+        .arg(&b)
+        .arg(&n)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap());
+    let p = host_cli::profile::decode(&std::fs::read(&out).unwrap()).unwrap();
+    // inuse_space per stack: new − base; only the first bucket changed.
+    let idx = p.sample_index("inuse_space").unwrap();
+    let net: i64 = p.sample.iter().map(|s| s.value[idx]).sum();
+    assert!(
+        net > 0,
+        "the first bucket grew from 2 to 8 objects in use: {net}"
+    );
+    let table = ok(heapsnap().arg("diff").arg(&b).arg(&n).output().unwrap());
+    assert!(table.contains("+"), "{table}");
+}

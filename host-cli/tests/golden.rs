@@ -1,0 +1,193 @@
+//! Golden tests: fixture snapshots from checked-in bytes (`tests/golden/*.snap`), and
+//! their pprof (as a deterministic text dump), folded and legacy text outputs. After an
+//! intended change, regenerate with `BLESS=1 cargo test -p host-cli --test golden` and
+//! review the diff.
+
+mod common;
+
+use host_cli::convert::{self, NoSymbols, Symbols};
+use host_cli::profile::{self, Profile};
+use sampler_core::decoded::Snapshot;
+use std::fmt::Write;
+use std::path::PathBuf;
+
+fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+}
+
+fn bless() -> bool {
+    std::env::var_os("BLESS").is_some_and(|v| v == "1")
+}
+
+/// Compares `actual` with the golden file (or rewrites it under BLESS=1).
+fn check(name: &str, actual: &[u8]) {
+    let path = golden_dir().join(name);
+    if bless() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let want = std::fs::read(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with BLESS=1 to create it)", path.display()));
+    if want != actual {
+        panic!(
+            "{} differs from the output (BLESS=1 to accept):\n--- golden\n{}\n--- actual\n{}",
+            path.display(),
+            String::from_utf8_lossy(&want),
+            String::from_utf8_lossy(actual)
+        );
+    }
+}
+
+/// The fixture snapshot from its checked-in bytes (written from `make()` under BLESS).
+fn snapshot(name: &str, make: fn() -> Snapshot) -> Snapshot {
+    let path = golden_dir().join(format!("{name}.snap"));
+    if bless() {
+        std::fs::write(&path, make().encode().unwrap()).unwrap();
+    }
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let s = sampler_core::snapshot::decode(&bytes)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(
+        s,
+        make(),
+        "{} no longer decodes to the fixture it was written from",
+        path.display()
+    );
+    s
+}
+
+/// A deterministic, complete text dump of a profile (pprof's `.string` files serve the
+/// same purpose): every field that ends up in the bytes.
+fn dump(p: &Profile) -> String {
+    let mut o = String::new();
+    let s = |i: i64| format!("{:?}", p.str(i));
+    let _ = writeln!(o, "sample_types: {:?}", p.sample_types());
+    if let Some(pt) = &p.period_type {
+        let _ = writeln!(o, "period_type: {} {}", s(pt.r#type), s(pt.unit));
+    }
+    let _ = writeln!(
+        o,
+        "period: {}  default_sample_type: {}",
+        p.period,
+        s(p.default_sample_type)
+    );
+    for c in p.comments() {
+        let _ = writeln!(o, "comment: {c:?}");
+    }
+    let _ = writeln!(o, "samples:");
+    for x in &p.sample {
+        let labels: Vec<String> = x
+            .label
+            .iter()
+            .map(|l| {
+                format!(
+                    "{}={}{}{}",
+                    p.str(l.key),
+                    p.str(l.str),
+                    l.num,
+                    p.str(l.num_unit)
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            o,
+            "  {:?} @ {:?} {}",
+            x.value,
+            x.location_id,
+            labels.join(" ")
+        );
+    }
+    let _ = writeln!(o, "locations:");
+    for l in &p.location {
+        let lines: Vec<String> = l
+            .line
+            .iter()
+            .map(|ln| format!("f{}:{}", ln.function_id, ln.line))
+            .collect();
+        let _ = writeln!(
+            o,
+            "  {} m{} {:#x} [{}]",
+            l.id,
+            l.mapping_id,
+            l.address,
+            lines.join(" ")
+        );
+    }
+    let _ = writeln!(o, "functions:");
+    for f in &p.function {
+        let _ = writeln!(
+            o,
+            "  {} {} {} {}",
+            f.id,
+            s(f.name),
+            s(f.system_name),
+            s(f.filename)
+        );
+    }
+    let _ = writeln!(o, "mappings:");
+    for m in &p.mapping {
+        let _ = writeln!(
+            o,
+            "  {} {:#x}-{:#x} @{:#x} {} {} fn={} file={} line={} inline={}",
+            m.id,
+            m.memory_start,
+            m.memory_limit,
+            m.file_offset,
+            s(m.filename),
+            s(m.build_id),
+            m.has_functions,
+            m.has_filenames,
+            m.has_line_numbers,
+            m.has_inline_frames
+        );
+    }
+    o
+}
+
+fn outputs(name: &str, snap: &Snapshot) {
+    let p = convert::to_profile(
+        snap,
+        &mut NoSymbols(snap) as &mut dyn Symbols,
+        &mut |_, _| {},
+    );
+    p.check_valid().unwrap();
+    let bytes = profile::encode(&p);
+    assert_eq!(profile::decode(&bytes).unwrap(), p, "pprof round trip");
+    assert_eq!(
+        bytes,
+        profile::encode(&convert::to_profile(
+            snap,
+            &mut NoSymbols(snap),
+            &mut |_, _| {}
+        )),
+        "deterministic"
+    );
+    check(&format!("{name}.pprof.txt"), dump(&p).as_bytes());
+    check(
+        &format!("{name}.folded"),
+        convert::folded(&p, p.default_sample_index()).as_bytes(),
+    );
+    check(
+        &format!("{name}.heap.txt"),
+        convert::legacy_text(snap, Some(&p)).as_bytes(),
+    );
+}
+
+#[test]
+fn firmware_fixture() {
+    outputs("firmware", &snapshot("firmware", common::firmware_snapshot));
+}
+
+#[test]
+fn host_fixture() {
+    outputs("host", &snapshot("host", common::host_snapshot));
+}
+
+#[test]
+fn inspect_report() {
+    let s = snapshot("firmware", common::firmware_snapshot);
+    check(
+        "firmware.inspect.txt",
+        host_cli::inspect::report(&s).as_bytes(),
+    );
+}
