@@ -5,6 +5,7 @@
 
 mod folded;
 mod legacy;
+pub mod site;
 #[cfg(feature = "symbolize")]
 mod resolve;
 
@@ -199,7 +200,9 @@ pub fn to_profile(
         .collect();
     // Per pprof mapping: what symbolization provided (functions, files, lines, dwarf).
     let mut flags: HashMap<u64, [bool; 4]> = HashMap::new();
-    let mut locations: HashMap<u64, u64> = HashMap::new();
+    // Location ids by (address, innermost frames trimmed at an allocation site).
+    let mut locations: HashMap<(u64, usize), u64> = HashMap::new();
+    let mut resolved: HashMap<u64, Resolved> = HashMap::new();
     let stacks: HashMap<u32, &[u64]> = snap
         .stacks
         .iter()
@@ -215,15 +218,25 @@ pub fn to_profile(
             continue;
         }
         let frames = stacks.get(&bucket.stack_id).copied().unwrap_or(&[]);
-        let mut locs = Vec::with_capacity(frames.len());
         for &addr in frames {
-            let id = match locations.get(&addr) {
+            resolved.entry(addr).or_insert_with(|| symbols.resolve(addr));
+        }
+        // The allocation site: leaf frames of the allocator's plumbing are trimmed
+        // (see `site`), so every reader shows the allocating function as the leaf.
+        let (first, skip) = site::allocation_site(
+            frames.iter().map(|a| resolved.get(a).into_iter().flat_map(|r| r.frames.iter().map(|f| f.function.as_str()))),
+        );
+        let frames = frames.get(first..).unwrap_or(&[]);
+        let mut locs = Vec::with_capacity(frames.len());
+        for (k, &addr) in frames.iter().enumerate() {
+            let skip = if k == 0 { skip } else { 0 };
+            let id = match locations.get(&(addr, skip)) {
                 Some(&id) => id,
                 None => {
-                    let r = symbols.resolve(addr);
+                    let Some(r) = resolved.get(&addr) else { continue };
                     let mapping_id = r.mapping.and_then(|i| maps.get(i)).copied().unwrap_or(0);
                     let mut lines = Vec::with_capacity(r.frames.len());
-                    for f in &r.frames {
+                    for f in r.frames.iter().skip(skip) {
                         let fid = b.function(&f.function, &f.system_name, &f.file, 0);
                         lines.push(Line {
                             function_id: fid,
@@ -239,7 +252,7 @@ pub fn to_profile(
                         fl[3] |= r.dwarf;
                     }
                     let id = b.location(mapping_id, addr, lines, false);
-                    locations.insert(addr, id);
+                    locations.insert((addr, skip), id);
                     id
                 }
             };
