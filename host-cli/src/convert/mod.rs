@@ -5,9 +5,9 @@
 
 mod folded;
 mod legacy;
-pub mod site;
 #[cfg(feature = "symbolize")]
 mod resolve;
+pub mod site;
 
 pub use folded::folded;
 pub use legacy::legacy_text;
@@ -219,13 +219,18 @@ pub fn to_profile(
         }
         let frames = stacks.get(&bucket.stack_id).copied().unwrap_or(&[]);
         for &addr in frames {
-            resolved.entry(addr).or_insert_with(|| symbols.resolve(addr));
+            resolved
+                .entry(addr)
+                .or_insert_with(|| symbols.resolve(addr));
         }
         // The allocation site: leaf frames of the allocator's plumbing are trimmed
         // (see `site`), so every reader shows the allocating function as the leaf.
-        let (first, skip) = site::allocation_site(
-            frames.iter().map(|a| resolved.get(a).into_iter().flat_map(|r| r.frames.iter().map(|f| f.function.as_str()))),
-        );
+        let (first, skip) = site::allocation_site(frames.iter().map(|a| {
+            resolved
+                .get(a)
+                .into_iter()
+                .flat_map(|r| r.frames.iter().map(|f| f.function.as_str()))
+        }));
         let frames = frames.get(first..).unwrap_or(&[]);
         let mut locs = Vec::with_capacity(frames.len());
         for (k, &addr) in frames.iter().enumerate() {
@@ -233,7 +238,9 @@ pub fn to_profile(
             let id = match locations.get(&(addr, skip)) {
                 Some(&id) => id,
                 None => {
-                    let Some(r) = resolved.get(&addr) else { continue };
+                    let Some(r) = resolved.get(&addr) else {
+                        continue;
+                    };
                     let mapping_id = r.mapping.and_then(|i| maps.get(i)).copied().unwrap_or(0);
                     let mut lines = Vec::with_capacity(r.frames.len());
                     for f in r.frames.iter().skip(skip) {

@@ -19,7 +19,10 @@ const LIBRARY_CRATES: &[&str] = &["alloc", "core", "std", "sampler_core", "__rus
 /// library or of the profiler? `<A as B>::f` belongs to `A`'s crate unless `A` is not a
 /// path (`u8`, `[T]`, `str`), then to the trait's crate.
 pub fn is_library_frame(function: &str) -> bool {
-    if function.starts_with("__rust_") || function.starts_with("__rg_") || function.starts_with("__rdl_") {
+    if function.starts_with("__rust_")
+        || function.starts_with("__rg_")
+        || function.starts_with("__rdl_")
+    {
         return true;
     }
     let owner = match function.strip_prefix('<') {
@@ -34,7 +37,11 @@ pub fn is_library_frame(function: &str) -> bool {
         }
         None => function,
     };
-    let krate = owner.trim_start_matches(['<', '&', '*', '(']).split("::").next().unwrap_or("");
+    let krate = owner
+        .trim_start_matches(['<', '&', '*', '('])
+        .split("::")
+        .next()
+        .unwrap_or("");
     LIBRARY_CRATES.contains(&krate)
 }
 
@@ -130,15 +137,31 @@ mod tests {
         let stack: Vec<Vec<&str>> = vec![
             vec!["alloc::raw_vec::RawVecInner<A>::finish_grow"],
             vec!["alloc::raw_vec::RawVec<T,A>::grow_one"],
-            vec!["alloc::vec::Vec<T,A>::push", "heapsnap_firmware::router::remember_message"],
+            vec![
+                "alloc::vec::Vec<T,A>::push",
+                "heapsnap_firmware::router::remember_message",
+            ],
             vec!["heapsnap_firmware::router::route_message"],
         ];
-        assert_eq!(allocation_site(stack.iter().map(|l| l.iter().copied())), (2, 1));
+        assert_eq!(
+            allocation_site(stack.iter().map(|l| l.iter().copied())),
+            (2, 1)
+        );
         let direct: Vec<Vec<&str>> = vec![vec!["leak_small"], vec!["main"]];
-        assert_eq!(allocation_site(direct.iter().map(|l| l.iter().copied())), (0, 0));
+        assert_eq!(
+            allocation_site(direct.iter().map(|l| l.iter().copied())),
+            (0, 0)
+        );
         let unsymbolized: Vec<Vec<&str>> = vec![vec!["alloc::alloc::alloc"], vec![], vec!["main"]];
-        assert_eq!(allocation_site(unsymbolized.iter().map(|l| l.iter().copied())), (1, 0));
-        let library_only: Vec<Vec<&str>> = vec![vec!["alloc::alloc::alloc"], vec!["std::rt::lang_start"]];
-        assert_eq!(allocation_site(library_only.iter().map(|l| l.iter().copied())), (0, 0));
+        assert_eq!(
+            allocation_site(unsymbolized.iter().map(|l| l.iter().copied())),
+            (1, 0)
+        );
+        let library_only: Vec<Vec<&str>> =
+            vec![vec!["alloc::alloc::alloc"], vec!["std::rt::lang_start"]];
+        assert_eq!(
+            allocation_site(library_only.iter().map(|l| l.iter().copied())),
+            (0, 0)
+        );
     }
 }
