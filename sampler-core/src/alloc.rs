@@ -30,6 +30,12 @@ impl<A, St, const S: usize, const F: usize, const B: usize, const L: usize, cons
         ProfiledAlloc { inner, stack, profiler: Profiler::new(rate, seed) }
     }
 
+    /// Wrap `inner` with a stopped, all-zero profiler (the `static` lands in .bss and
+    /// costs no flash): call `profiler().start(rate, seed)` at boot.
+    pub const fn off(inner: A, stack: St) -> Self {
+        ProfiledAlloc { inner, stack, profiler: Profiler::off() }
+    }
+
     /// The profiler: cycles, counters, snapshots.
     pub const fn profiler(&self) -> &Profiler<S, F, B, L, D> {
         &self.profiler

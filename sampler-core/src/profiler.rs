@@ -54,11 +54,36 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
 
     /// A profiler sampling on average every `rate` bytes (1 = every allocation,
     /// 0 = off), its random intervals seeded with `seed`.
+    ///
+    /// The non-zero settings make the whole `static` an initialized (.data) object, so
+    /// its image takes flash as large as its tables; on an MCU prefer
+    /// [`off`](Self::off) + [`start`](Self::start), which keeps it in .bss.
     pub const fn new(rate: usize, seed: u64) -> Self {
+        Self::build(Countdown::new(rate), rate, seed)
+    }
+
+    /// A stopped profiler whose every byte is zero (a `static` of it costs no flash);
+    /// call [`start`](Self::start) at boot.
+    pub const fn off() -> Self {
+        Self::build(Countdown::zero(), 0, 0)
+    }
+
+    /// Start (or restart) sampling every `rate` bytes on average with intervals seeded
+    /// by `seed`. `false` if called from inside the profiler.
+    pub fn start(&self, rate: usize, seed: u64) -> bool {
+        self.with_locked(|l| {
+            l.rate = rate;
+            l.rng = IntervalRng::new(seed);
+            self.countdown.reset_all(countdown_start(rate));
+        })
+        .is_some()
+    }
+
+    const fn build(countdown: Countdown, rate: usize, seed: u64) -> Self {
         #[allow(clippy::let_unit_value)]
         let () = Self::CHECK;
         Profiler {
-            countdown: Countdown::new(rate),
+            countdown,
             filter: [const { [const { AtomicU8::new(0) }; FILTER_WAYS] }; L],
             reentrant: Mutex::new(Cell::new(0)),
             locked: Mutex::new(RefCell::new(Locked {
@@ -107,28 +132,40 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
     #[inline(always)]
     pub fn record_free(&self, ptr: *const u8) {
         let addr = ptr as usize;
-        let (a, b) = self.filter_slots(addr);
-        if a.is_some_and(|s| s.load(Relaxed) != 0) && b.is_some_and(|s| s.load(Relaxed) != 0) {
+        if self.filter_hit(Self::h1(addr)) && self.filter_hit(Self::h2(addr)) {
             self.free_slow(addr);
         }
     }
 
-    /// The two counting-Bloom-filter slots of `addr` (k = 2: a freed address that is
-    /// reused over and over rarely collides with a live sampled one in both).
+    // The two slots of a counting Bloom filter (k = 2: a freed address that is reused
+    // over and over rarely collides with a live sampled one in both). Allocations are
+    // at least word aligned: the low bits are dropped, then mixed.
     #[inline(always)]
-    fn filter_slots(&self, addr: usize) -> (Option<&AtomicU8>, Option<&AtomicU8>) {
-        let n = L * FILTER_WAYS;
-        // Allocations are at least word aligned: drop the low bits, then mix.
-        let x = (addr >> 3) as u64;
-        let h1 = (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize % n;
-        let h2 = (x.wrapping_mul(0xC2B2_AE3D_27D4_EB4F) >> 32) as usize % n;
-        let slot = |i: usize| self.filter.get(i / FILTER_WAYS).and_then(|w| w.get(i % FILTER_WAYS));
-        (slot(h1), slot(h2))
+    fn h1(addr: usize) -> usize {
+        (((addr >> 3) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize % (L * FILTER_WAYS)
+    }
+
+    #[inline(always)]
+    fn h2(addr: usize) -> usize {
+        (((addr >> 3) as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F) >> 32) as usize % (L * FILTER_WAYS)
+    }
+
+    #[inline(always)]
+    fn slot(&self, i: usize) -> Option<&AtomicU8> {
+        self.filter.get(i / FILTER_WAYS).and_then(|w| w.get(i % FILTER_WAYS))
+    }
+
+    #[inline(always)]
+    fn filter_hit(&self, i: usize) -> bool {
+        self.slot(i).is_some_and(|s| s.load(Relaxed) != 0)
+    }
+
+    fn filter_slots(&self, addr: usize) -> [Option<&AtomicU8>; 2] {
+        [self.slot(Self::h1(addr)), self.slot(Self::h2(addr))]
     }
 
     fn filter_add(&self, addr: usize) {
-        let (a, b) = self.filter_slots(addr);
-        for s in [a, b].into_iter().flatten() {
+        for s in self.filter_slots(addr).into_iter().flatten() {
             // Inside the critical section: the only writer. Saturates (a stuck slot is
             // a false positive, never a missed free).
             let v = s.load(Relaxed);
@@ -137,8 +174,7 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
     }
 
     fn filter_remove(&self, addr: usize) {
-        let (a, b) = self.filter_slots(addr);
-        for s in [a, b].into_iter().flatten() {
+        for s in self.filter_slots(addr).into_iter().flatten() {
             let v = s.load(Relaxed);
             if v != 0 && v != u8::MAX {
                 s.store(v - 1, Relaxed);

@@ -45,6 +45,12 @@ impl Countdown {
         Countdown { shards: [const { Shard(AtomicIsize::new(0)) }; SHARDS] }.with_all(start)
     }
 
+    /// All shards at zero: the next allocation takes the slow path, which installs the
+    /// real interval (or "off") from the profiler's settings.
+    pub(crate) const fn zero() -> Self {
+        Countdown { shards: [const { Shard(AtomicIsize::new(0)) }; SHARDS] }
+    }
+
     const fn with_all(self, v: isize) -> Self {
         let mut s = self;
         let mut i = 0;
@@ -143,10 +149,13 @@ impl IntervalRng {
             0 => OFF,
             1 => 0, // every allocation: any size ≥ 1 (and size 0) drives it to ≤ 0
             r => {
+                // f32 throughout: single-precision FPUs (Cortex-M4F) do it in hardware,
+                // and 24 bits are far finer than the sampling noise.
                 let e = -libm::logf(self.uniform()); // 0 ..= 16.64
-                let gap = (e as f64) * (r as f64);
-                if gap >= (isize::MAX / 2) as f64 {
-                    isize::MAX / 2
+                let gap = e * r as f32;
+                const CAP: isize = 1 << (usize::BITS - 3);
+                if gap >= CAP as f32 {
+                    CAP
                 } else {
                     // +1: a gap of 0 would sample the very next allocation regardless
                     // of its size; Go adds 1 for the same reason.

@@ -70,33 +70,35 @@ pub struct MemRecord {
 impl MemRecord {
     const ZERO: MemRecord = MemRecord { active: Counts::ZERO, future: [Counts::ZERO; 3] };
 
-    fn slot(&mut self, cycle: u64) -> &mut Counts {
+    // Cycles are passed as `phase = cycle % 3` (kept next to the cycle counter): no
+    // 64-bit division on a 32-bit MCU.
+    fn slot(&mut self, phase: u8) -> &mut Counts {
         let [a, b, c] = &mut self.future;
-        match (cycle + 2) % 3 {
+        match (phase + 2) % 3 {
             0 => a,
             1 => b,
             _ => c,
         }
     }
 
-    /// An allocation sampled during cycle `cycle`.
-    pub fn alloc(&mut self, cycle: u64) {
-        let s = self.slot(cycle);
+    /// An allocation sampled during a cycle of phase `phase` (= cycle % 3).
+    pub fn alloc(&mut self, phase: u8) {
+        let s = self.slot(phase);
         s.allocs = s.allocs.wrapping_add(1);
     }
 
-    /// A free of a sampled object during cycle `cycle`.
-    pub fn free(&mut self, cycle: u64) {
-        let s = self.slot(cycle);
+    /// A free of a sampled object during a cycle of phase `phase` (= cycle % 3).
+    pub fn free(&mut self, phase: u8) {
+        let s = self.slot(phase);
         s.frees = s.frees.wrapping_add(1);
     }
 
-    /// Close cycle `cycle` (the value before the increment): see the type's doc.
-    pub fn advance(&mut self, cycle: u64) {
-        let next = cycle.wrapping_add(1);
-        for c in [next, next.wrapping_add(1)] {
-            let i = (c % 3) as usize;
-            if let Some(f) = self.future.get_mut(i) {
+    /// Close the cycle of phase `phase` (= cycle % 3, before the increment): see the
+    /// type's doc.
+    pub fn advance(&mut self, phase: u8) {
+        let next = (phase + 1) % 3;
+        for i in [next, (next + 1) % 3] {
+            if let Some(f) = self.future.get_mut(usize::from(i)) {
                 let v = core::mem::take(f);
                 self.active.add(v);
             }
@@ -104,8 +106,8 @@ impl MemRecord {
     }
 }
 
-/// Marks an unused bucket or stack slot.
-const EMPTY: u16 = u16::MAX;
+// Every table starts all-zero (unused slots are zero), so a profiler in a `static`
+// lands in .bss, not in a flash image of .data.
 
 /// One (stack, size) bucket. 40 bytes on a 32-bit target.
 #[derive(Clone, Copy, Debug)]
@@ -113,12 +115,14 @@ pub struct BucketSlot {
     /// Object size in bytes.
     pub size: usize,
     pub record: MemRecord,
-    /// Index of the stack in the stack table, `EMPTY` for a free slot.
+    /// Index of the stack in the stack table.
     pub stack: u16,
+    /// Slot in use (fits in what would be padding).
+    used: bool,
 }
 
 impl BucketSlot {
-    const EMPTY: BucketSlot = BucketSlot { size: 0, record: MemRecord::ZERO, stack: EMPTY };
+    const EMPTY: BucketSlot = BucketSlot { size: 0, record: MemRecord::ZERO, stack: 0, used: false };
 }
 
 /// One interned stack: where its frames sit in the shared frame arena.
@@ -128,15 +132,28 @@ pub struct StackSlot {
     hash: u32,
     start: u32,
     len: u16,
+    used: bool,
 }
 
 impl StackSlot {
-    const EMPTY: StackSlot = StackSlot { hash: 0, start: 0, len: EMPTY };
+    const EMPTY: StackSlot = StackSlot { hash: 0, start: 0, len: 0, used: false };
 
     fn used(&self) -> bool {
-        self.len != EMPTY
+        self.used
     }
 }
+
+// The RAM formula of the README, checked by every 32-bit device build
+// (`cargo xtask test` builds thumbv6m, thumbv7em and riscv32imac): 40 B per bucket,
+// 12 B per stack, 4 B per frame, 12 B per live-map entry (+ 4 filter bytes).
+#[cfg(target_pointer_width = "32")]
+const _: () = {
+    use core::mem::size_of;
+    assert!(size_of::<BucketSlot>() == 40);
+    assert!(size_of::<StackSlot>() == 12);
+    assert!(size_of::<heapless::Vec<usize, 64>>() == 4 * 64 + 4);
+    assert!(size_of::<FnvIndexMap<usize, u16, 64>>() <= 12 * 64 + 8);
+};
 
 /// Why a sample could not be recorded (each has a counter).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,6 +174,8 @@ pub struct Tables<const S: usize, const F: usize, const B: usize, const L: usize
     live: FnvIndexMap<usize, u16, L>,
     /// Number of `advance_cycle` calls.
     pub cycle: u64,
+    /// `cycle % 3`.
+    phase: u8,
 }
 
 fn mix(h: u32, x: usize) -> u32 {
@@ -167,7 +186,7 @@ fn mix(h: u32, x: usize) -> u32 {
 
 impl<const S: usize, const F: usize, const B: usize, const L: usize> Tables<S, F, B, L> {
     const CHECK: () = {
-        assert!(S.is_power_of_two() && S < EMPTY as usize, "stack capacity: a power of two below 65535");
+        assert!(S.is_power_of_two() && S <= u16::MAX as usize, "stack capacity: a power of two up to 32768");
         assert!(B.is_power_of_two() && B <= u16::MAX as usize, "bucket capacity: a power of two up to 32768");
         assert!(F < u32::MAX as usize, "frame arena capacity must fit u32");
         assert!(L.is_power_of_two() && L > 1, "live map capacity: a power of two > 1");
@@ -185,6 +204,7 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> Tables<S, F
             bucket_count: 0,
             live: FnvIndexMap::new(),
             cycle: 0,
+            phase: 0,
         }
     }
 
@@ -213,7 +233,7 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> Tables<S, F
         }
         match self.stacks.get_mut(i) {
             Some(slot) if !slot.used() => {
-                *slot = StackSlot { hash, start: start as u32, len };
+                *slot = StackSlot { hash, start: start as u32, len, used: true };
                 self.stack_count += 1;
                 Ok(i as u16)
             }
@@ -235,8 +255,8 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> Tables<S, F
         let mut i = (mix(u32::from(stack), size) as usize) & mask;
         for _ in 0..B {
             let Some(b) = self.buckets.get_mut(i) else { break };
-            if b.stack == EMPTY {
-                *b = BucketSlot { size, record: MemRecord::ZERO, stack };
+            if !b.used {
+                *b = BucketSlot { size, record: MemRecord::ZERO, stack, used: true };
                 self.bucket_count += 1;
                 return Ok(i as u16);
             }
@@ -250,7 +270,7 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> Tables<S, F
 
     /// Record a sampled allocation in bucket `b`.
     pub fn alloc_in(&mut self, b: u16) {
-        let c = self.cycle;
+        let c = self.phase;
         if let Some(slot) = self.buckets.get_mut(usize::from(b)) {
             slot.record.alloc(c);
         }
@@ -264,7 +284,7 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> Tables<S, F
     /// Forget a sampled object and credit its free; `false` if it was not tracked.
     pub fn untrack(&mut self, addr: usize) -> bool {
         let Some(b) = self.live.remove(&addr) else { return false };
-        let c = self.cycle;
+        let c = self.phase;
         if let Some(slot) = self.buckets.get_mut(usize::from(b)) {
             slot.record.free(c);
         }
@@ -273,11 +293,12 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> Tables<S, F
 
     /// Close the current record cycle in every bucket.
     pub fn advance(&mut self) {
-        let c = self.cycle;
-        for b in self.buckets.iter_mut().filter(|b| b.stack != EMPTY) {
-            b.record.advance(c);
+        let p = self.phase;
+        for b in self.buckets.iter_mut().filter(|b| b.used) {
+            b.record.advance(p);
         }
-        self.cycle = c.wrapping_add(1);
+        self.cycle = self.cycle.wrapping_add(1);
+        self.phase = (p + 1) % 3;
     }
 
     /// Number of sampled objects currently tracked.
@@ -293,7 +314,7 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> Tables<S, F
 
     /// Buckets in use.
     pub fn buckets(&self) -> impl ExactSizeIterator<Item = &BucketSlot> + '_ {
-        Counted { it: self.buckets.iter().filter(|b| b.stack != EMPTY), left: self.bucket_count }
+        Counted { it: self.buckets.iter().filter(|b| b.used), left: self.bucket_count }
     }
 }
 
@@ -372,9 +393,9 @@ mod tests {
     #[test]
     fn record_follows_go_slot_indexing() {
         let mut r = MemRecord::default();
-        r.alloc(0); // future[2]
+        r.alloc(0); // cycle 0: future[2]
         assert_eq!(r.future[2].allocs, 1);
-        r.advance(0); // folds future[1], future[2]
+        r.advance(0); // c = 1: folds future[1] (Go's Flush), future[2] (PostSweep)
         assert_eq!(r.active.allocs, 1);
         r.alloc(1); // future[0]
         r.free(1); // future[0]

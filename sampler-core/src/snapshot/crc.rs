@@ -19,3 +19,40 @@ mod tests {
         assert_eq!(super::crc32(b"123456789"), 0xCBF4_3926);
     }
 }
+
+/// Appends the CRC-32 of everything written through it, computed on the way.
+///
+/// Same job as postcard's `CrcModifier`, which only implements `try_push` and so runs a
+/// CRC update per byte; this one forwards whole varints (`try_extend`), which is what
+/// the encoder writes. Output: the sink's, after the 4 CRC bytes (little-endian).
+pub(crate) struct CrcFlavor<F> {
+    sink: F,
+    digest: ::crc::Digest<'static, u32>,
+}
+
+impl<F: postcard::ser_flavors::Flavor> CrcFlavor<F> {
+    pub(crate) fn new(sink: F) -> Self {
+        Self { sink, digest: CRC32.digest() }
+    }
+}
+
+impl<F: postcard::ser_flavors::Flavor> postcard::ser_flavors::Flavor for CrcFlavor<F> {
+    type Output = F::Output;
+
+    #[inline]
+    fn try_push(&mut self, byte: u8) -> postcard::Result<()> {
+        self.digest.update(&[byte]);
+        self.sink.try_push(byte)
+    }
+
+    #[inline]
+    fn try_extend(&mut self, bytes: &[u8]) -> postcard::Result<()> {
+        self.digest.update(bytes);
+        self.sink.try_extend(bytes)
+    }
+
+    fn finalize(mut self) -> postcard::Result<F::Output> {
+        self.sink.try_extend(&self.digest.finalize().to_le_bytes())?;
+        self.sink.finalize()
+    }
+}

@@ -2,11 +2,11 @@
 
 use core::fmt;
 
-use postcard::ser_flavors::crc::CrcModifier;
 use postcard::ser_flavors::{Flavor, Slice};
 use serde::Serializer as _;
 
-use super::{CobsFlavor, SnapshotSource, COUNTERS_V1, CRC32, MAGIC, VERSION};
+use super::crc::CrcFlavor;
+use super::{CobsFlavor, SnapshotSource, COUNTERS_V1, MAGIC, VERSION};
 
 /// Why a snapshot could not be written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,7 +63,7 @@ where
     S: SnapshotSource + ?Sized,
     F: Flavor,
 {
-    let mut w = postcard::Serializer { output: CrcModifier::new(sink, CRC32.digest()) };
+    let mut w = postcard::Serializer { output: CrcFlavor::new(sink) };
     let out = &mut w;
 
     out.output.try_extend(&MAGIC)?;
