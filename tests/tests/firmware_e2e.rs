@@ -8,6 +8,8 @@
 //! They fail (never skip) when the artifacts are missing: run them through
 //! `cargo xtask test`, or `cargo xtask firmware` first and set the variable yourself.
 
+use e2e::{heapsnap, pprof, repo_root, run, target_dir};
+use serde_json::Value;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,10 +20,6 @@ const LEAK_FN: &str = "remember_message";
 const LEAK_FILE: &str = "firmware/src/router.rs";
 /// Name of the ELF copy `cargo xtask firmware` puts next to the snapshots.
 const ELF_NAME: &str = "heapsnap-firmware.elf";
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
-}
 
 /// `HEAPSNAP_FIRMWARE_OUT`, checked to hold what the firmware run leaves behind.
 fn firmware_out() -> PathBuf {
@@ -61,41 +59,6 @@ fn snapshots(dir: &Path) -> Vec<PathBuf> {
     snaps
 }
 
-/// The `heapsnap` binary cargo built next to this test (host-cli's `cli` feature).
-fn heapsnap() -> PathBuf {
-    if let Some(p) = std::env::var_os("HEAPSNAP_BIN") {
-        return PathBuf::from(p);
-    }
-    // target/<profile>/deps/firmware_e2e-… → target/<profile>/heapsnap
-    let exe = std::env::current_exe().expect("test executable path");
-    let bin = exe
-        .parent()
-        .and_then(Path::parent)
-        .map(|d| d.join(format!("heapsnap{}", std::env::consts::EXE_SUFFIX)))
-        .expect("test executable lives in target/<profile>/deps");
-    assert!(
-        bin.is_file(),
-        "{} is missing: build it with `cargo build -p host-cli --bin heapsnap` (cargo test \
-         --workspace builds it for host-cli's own tests), or set HEAPSNAP_BIN",
-        bin.display()
-    );
-    bin
-}
-
-/// Run a command, return stdout; panic with stderr and the command line on failure.
-fn run(cmd: &mut Command) -> String {
-    let shown = format!("{cmd:?}");
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot start {shown}: {e}"));
-    assert!(
-        out.status.success(),
-        "{shown} failed ({}):\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// Lines of `fn remember_message` in the firmware source (signature to closing brace),
 /// read from the file so the test follows edits to it.
 fn leak_lines() -> RangeInclusive<u32> {
@@ -105,16 +68,24 @@ fn leak_lines() -> RangeInclusive<u32> {
         .iter()
         .position(|l| l.contains(&format!("fn {LEAK_FN}(")))
         .unwrap_or_else(|| panic!("{LEAK_FILE} has no fn {LEAK_FN}"));
-    let end = (start..lines.len()).find(|&i| lines[i] == "}").expect("closing brace of the function");
+    let end = (start..lines.len())
+        .find(|&i| lines[i] == "}")
+        .expect("closing brace of the function");
     (start as u32 + 1)..=(end as u32 + 1)
 }
 
-/// `heapsnap convert --elf` of one snapshot into a gzipped pprof under the test tmp dir.
+/// `heapsnap convert --elf` of one snapshot into a gzipped pprof under `target/firmware-e2e/`.
 fn convert(out: &Path, snap: &Path) -> PathBuf {
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("firmware_e2e");
+    let tmp = target_dir().join("firmware-e2e");
     std::fs::create_dir_all(&tmp).unwrap();
     let pb = tmp.join(snap.with_extension("pb.gz").file_name().unwrap());
-    run(Command::new(heapsnap()).arg("convert").arg("--elf").arg(out.join(ELF_NAME)).arg(snap).arg("-o").arg(&pb));
+    run(Command::new(heapsnap())
+        .arg("convert")
+        .arg("--elf")
+        .arg(out.join(ELF_NAME))
+        .arg(snap)
+        .arg("-o")
+        .arg(&pb));
     assert!(pb.is_file(), "heapsnap convert wrote nothing to {}", pb.display());
     pb
 }
@@ -122,7 +93,8 @@ fn convert(out: &Path, snap: &Path) -> PathBuf {
 /// First data row of `go tool pprof -top` (after the `flat  flat% …` header).
 fn first_top_row(top: &str) -> &str {
     let mut rows = top.lines().skip_while(|l| !l.trim_start().starts_with("flat")).skip(1);
-    rows.next().unwrap_or_else(|| panic!("no rows in pprof -top output:\n{top}"))
+    rows.next()
+        .unwrap_or_else(|| panic!("no rows in pprof -top output:\n{top}"))
 }
 
 #[test]
@@ -130,16 +102,29 @@ fn pprof_top_names_the_leak_with_file_and_line_from_dwarf() {
     let out = firmware_out();
     let snaps = snapshots(&out);
     let pb = convert(&out, snaps.last().unwrap());
-    let top = run(Command::new("go").args(["tool", "pprof", "-top", "-sample_index=inuse_space", "-lines"]).arg(&pb));
+    let top = pprof(&["-top", "-sample_index=inuse_space", "-lines"], &pb);
     let row = first_top_row(&top);
-    assert!(row.contains(LEAK_FN), "the leak is not at the top of inuse_space:\n{top}");
+    assert!(
+        row.contains(LEAK_FN),
+        "the leak is not at the top of inuse_space:\n{top}"
+    );
     // `… router::remember_message /path/firmware/src/router.rs:171`
     let loc = row.rsplit(' ').next().unwrap();
-    let (file, line) = loc.rsplit_once(':').unwrap_or_else(|| panic!("no file:line in `{row}`"));
-    assert!(file.ends_with("src/router.rs"), "top row's file is {file}, not the router's source: `{row}`");
-    let line: u32 = line.parse().unwrap_or_else(|_| panic!("line in `{row}` is not a number"));
+    let (file, line) = loc
+        .rsplit_once(':')
+        .unwrap_or_else(|| panic!("no file:line in `{row}`"));
+    assert!(
+        file.ends_with("src/router.rs"),
+        "top row's file is {file}, not the router's source: `{row}`"
+    );
+    let line: u32 = line
+        .parse()
+        .unwrap_or_else(|_| panic!("line in `{row}` is not a number"));
     let body = leak_lines();
-    assert!(body.contains(&line), "line {line} of the top row is outside {LEAK_FN} ({body:?} in {LEAK_FILE})");
+    assert!(
+        body.contains(&line),
+        "line {line} of the top row is outside {LEAK_FN} ({body:?} in {LEAK_FILE})"
+    );
 }
 
 #[test]
@@ -147,10 +132,124 @@ fn diff_of_first_and_last_snapshot_shows_the_leak_grew() {
     let out = firmware_out();
     let snaps = snapshots(&out);
     let (first, last) = (snaps.first().unwrap(), snaps.last().unwrap());
-    let diff = run(Command::new(heapsnap()).arg("diff").arg("--elf").arg(out.join(ELF_NAME)).arg(first).arg(last));
-    let row = diff
+    let diff = run(Command::new(heapsnap())
+        .args(["diff", "--sample-index", "inuse_space", "--elf"])
+        .arg(out.join(ELF_NAME))
+        .arg(first)
+        .arg(last));
+    // `   +2.56kB 85.28% 85.28%    +2.56kB 85.28%  heapsnap_firmware::router::remember_message`
+    let row = first_top_row(&diff);
+    assert!(
+        row.ends_with(LEAK_FN),
+        "the leak is not what grew most from {first:?} to {last:?}:\n{diff}"
+    );
+    let growth = row.split_whitespace().next().unwrap();
+    assert!(
+        growth.starts_with('+')
+            && growth
+                .trim_start_matches(['+', '0', '.'])
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_digit()),
+        "{LEAK_FN} did not grow (flat {growth}):\n{diff}"
+    );
+}
+
+/// The viewer's top table, read off the page in headless Chromium.
+#[derive(Debug, PartialEq)]
+struct Row {
+    name: String,
+    flat: i64,
+    cum: i64,
+}
+
+/// The demo page (`www/` with the profile preloaded through `?profile=`, as `cargo
+/// xtask demo` serves it) in headless Chromium: it opens on the flame graph without a
+/// file being picked, and its top table starts with the same rows, in the same order
+/// and with the same values, as `go tool pprof -top` on the same file.
+#[test]
+fn viewer_preloads_the_firmware_profile_and_shows_pprofs_top_rows() {
+    let out = firmware_out();
+    let www = std::env::var_os("HEAPSNAP_WWW")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("www"));
+    assert!(
+        www.join("pkg/viewer_bg.wasm").is_file(),
+        "{} has no bundle: build it with `cargo xtask viewer` (or run `cargo xtask test`)",
+        www.display()
+    );
+    let nm = std::env::var_os("HEAPSNAP_NODE_MODULES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".tools/node_modules"));
+    assert!(
+        nm.join("playwright-core/package.json").is_file(),
+        "playwright-core is not in {}: `cargo xtask test` installs it (npm, into .tools/)",
+        nm.display()
+    );
+    let snaps = snapshots(&out);
+    let pb = convert(&out, snaps.last().unwrap());
+    let dir = target_dir().join("firmware-e2e/viewer");
+    let _ = std::fs::remove_file(dir.join("result.json"));
+    run(Command::new("node")
+        .arg(repo_root().join("tests/browser/firmware_view.mjs"))
+        .arg(&www)
+        .arg(&pb)
+        .arg(&dir)
+        .env("HEAPSNAP_NODE_MODULES", &nm));
+    let result: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).expect("result.json")).expect("JSON");
+    eprintln!("screenshot: {}", dir.join("flame.png").display());
+    assert_eq!(result["errors"], Value::Array(vec![]), "uncaught errors in the page");
+    assert_eq!(result["sampleType"], "inuse_space");
+    assert!(
+        result["flamePainted"].as_u64().unwrap_or(0) > 2000,
+        "the flame graph is (nearly) blank: {}",
+        result["flamePainted"]
+    );
+
+    let page: Vec<Row> = result["top"]
+        .as_array()
+        .expect("top rows")
+        .iter()
+        .map(|r| Row {
+            name: r["name"].as_str().unwrap_or_default().to_owned(),
+            flat: r["flat"].as_f64().unwrap_or(-1.0) as i64,
+            cum: r["cum"].as_f64().unwrap_or(-1.0) as i64,
+        })
+        .collect();
+    let text = pprof(
+        &["-top", "-nodefraction=0", "-unit=bytes", "-sample_index=inuse_space"],
+        &pb,
+    );
+    let theirs: Vec<Row> = text
         .lines()
-        .find(|l| l.contains(LEAK_FN))
-        .unwrap_or_else(|| panic!("{LEAK_FN} is not in `heapsnap diff` of {first:?} → {last:?}:\n{diff}"));
-    assert!(row.contains('+'), "{LEAK_FN} did not grow between the first and last snapshot: `{row}`\n{diff}");
+        .skip_while(|l| !l.trim_start().starts_with("flat  flat%"))
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let num = |s: &str| s.trim_end_matches(char::is_alphabetic).parse::<i64>().unwrap_or(-1);
+            let name = f[5..].join(" ");
+            Row {
+                name: name.trim_end_matches(" (inline)").to_owned(),
+                flat: num(f[0]),
+                cum: num(f[3]),
+            }
+        })
+        .collect();
+    // The rows that carry flat values (the allocation sites), in order.
+    let sites = theirs.iter().take_while(|r| r.flat > 0).count();
+    assert!(
+        sites >= 3,
+        "pprof shows fewer allocation sites than the firmware has:\n{text}"
+    );
+    assert!(
+        theirs[0].name.ends_with(LEAK_FN),
+        "pprof's top row is not the leak:\n{text}"
+    );
+    assert_eq!(
+        page.get(..sites),
+        theirs.get(..sites),
+        "the viewer's top rows differ from go tool pprof -top:\n{text}"
+    );
 }
