@@ -15,7 +15,7 @@ const result = { errors: [], consoleErrors: [] };
 const server = await serve(www, { '/demo/firmware.pb.gz': profile });
 const browser = await launch();
 try {
-  const page = await browser.newPage({ viewport: { width: 1200, height: 640 }, deviceScaleFactor: 1 });
+  const page = await browser.newPage({ viewport: { width: 1200, height: 440 }, deviceScaleFactor: 1 });
   page.on('pageerror', (e) => result.errors.push(String(e)));
   page.on('console', (m) => { if (m.type() === 'error') result.consoleErrors.push(m.text()); });
   result.url = `${server.url}/?profile=demo/firmware.pb.gz`;
@@ -30,8 +30,22 @@ try {
   });
   result.sampleType = await page.$eval('[data-testid=sample-type]', (s) => s.value);
   result.status = await page.textContent('.status');
-  // Hover the leaf-most wide frame area so the screenshot shows a tooltip.
   await page.screenshot({ path: screenshot || path.join(outDir, 'flame.png') });
+
+  // Hover the leak's frame (the deepest row, left third; rows are 20 px high) and read
+  // the tooltip; also record whether the canvas is still painted while hovering.
+  const box = await page.$eval('[data-testid=flame-graph]', (c) => { const r = c.getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; });
+  for (let y = box[1] + box[3] - 8; y > box[1] && !result.tooltip?.includes('remember_message'); y -= 20) {
+    await page.mouse.move(box[0] + box[2] * 0.3, y);
+    result.tooltip = await page.waitForSelector('.tooltip', { timeout: 2000 }).then((t) => t.textContent()).catch(() => '');
+  }
+  result.flamePaintedWhileHovering = await page.$eval('[data-testid=flame-graph]', (c) => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 3; i < d.length; i += 4) if (d[i] !== 0) n++;
+    return n;
+  });
+  await page.mouse.move(0, 0);
 
   await page.click('[data-view=top]');
   await page.waitForSelector('[data-testid=top-table]');

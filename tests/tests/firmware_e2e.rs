@@ -207,6 +207,12 @@ fn viewer_preloads_the_firmware_profile_and_shows_pprofs_top_rows() {
         result["flamePainted"]
     );
 
+    let tip = result["tooltip"].as_str().unwrap_or_default();
+    assert!(
+        tip.contains(LEAK_FN),
+        "hovering the deepest flame frame does not show the leak: {tip:?}"
+    );
+
     let page: Vec<Row> = result["top"]
         .as_array()
         .expect("top rows")
