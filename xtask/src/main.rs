@@ -6,6 +6,7 @@
 
 mod demo;
 mod firmware;
+mod fuzz;
 mod sampler;
 mod test;
 mod tools;
@@ -22,6 +23,7 @@ tasks:
   viewer [--dev]                 build the browser viewer into www/pkg
   firmware                       build and run the QEMU firmware, writing snapshots
   bench                          run the criterion benchmarks and print their figures
+  fuzz                           run every cargo-fuzz target briefly (as `test` does)
 ";
 
 fn main() -> ExitCode {
@@ -36,6 +38,7 @@ fn main() -> ExitCode {
         "viewer" => viewer::run(rest),
         "firmware" => firmware::run(rest),
         "bench" => test::bench(rest),
+        "fuzz" => fuzz::fuzz_smoke(),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -51,7 +51,7 @@ pub fn run(args: &[String]) -> Res {
     go("viewer bundle (release, wasm-opt)", &|| crate::viewer::build(true).map(|_| ()));
     go("firmware in QEMU", &|| crate::firmware::build_and_run().map(|_| ()));
     go("cargo test --workspace", &cargo_tests);
-    go("fuzz targets (bounded)", &crate::sampler::fuzz_smoke);
+    go("fuzz targets (bounded)", &crate::fuzz::fuzz_smoke);
 
     eprintln!("\n==> summary ({:.0} s)", started.elapsed().as_secs_f64());
     let mut failed = 0;

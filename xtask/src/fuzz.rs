@@ -1,0 +1,111 @@
+//! The bounded fuzz runs of `cargo xtask test`: every cargo-fuzz target in `fuzz/`
+//! for a few seconds each, from the checked-in seeds, failing on any crash.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::tools::{self, Res};
+
+/// cargo-fuzz release installed when missing (latest on crates.io; `--locked` works).
+const CARGO_FUZZ_VERSION: &str = "0.13.2";
+
+/// Seconds per target: long enough to get past the seeds into every section of each
+/// format, short enough for the CI budget (targets × this, plus one build).
+const SECONDS_PER_TARGET: u32 = 20;
+
+/// Every cargo-fuzz target for a short bounded time.
+pub fn fuzz_smoke() -> Res {
+    ensure_nightly()?;
+    tools::ensure_cargo_bin("cargo-fuzz", "cargo-fuzz", CARGO_FUZZ_VERSION, true)?;
+    let dir = tools::root().join("fuzz");
+
+    let list = tools::output(nightly_cargo(&dir).args(["fuzz", "list"]))?;
+    let targets: Vec<&str> = list.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    if targets.is_empty() {
+        return Err("`cargo +nightly fuzz list` found no fuzz targets in fuzz/".into());
+    }
+    eprintln!("    fuzz targets: {}", targets.join(", "));
+
+    // One build for all targets (release + debug assertions + AddressSanitizer).
+    tools::run(nightly_cargo(&dir).args(["fuzz", "build"]))?;
+
+    let mut failed = Vec::new();
+    for t in &targets {
+        let corpus = dir.join("target/smoke-corpus").join(t);
+        seed_corpus(t, &corpus)?;
+        let mut c = nightly_cargo(&dir);
+        c.args(["fuzz", "run", t]).arg(&corpus).arg("--").args([
+            format!("-max_total_time={SECONDS_PER_TARGET}"),
+            "-rss_limit_mb=2048".into(),
+            "-print_final_stats=1".into(),
+        ]);
+        if t.starts_with("snapshot") {
+            // The snapshot decoder bounds every allocation by its input size: a single
+            // allocation beyond this is a bug, not a big input.
+            c.arg("-malloc_limit_mb=64");
+        }
+        if let Err(e) = tools::run(&mut c) {
+            eprintln!("    fuzz target `{t}` failed: {e} (reproducer under fuzz/artifacts/{t}/)");
+            failed.push(*t);
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("fuzz target(s) crashed: {} (see fuzz/artifacts/)", failed.join(", ")))
+    }
+}
+
+/// `cargo +nightly …` in `dir`, through the rustup proxy (the `cargo` that runs xtask is
+/// the stable binary itself and does not understand `+nightly`).
+fn nightly_cargo(dir: &Path) -> Command {
+    let mut c = Command::new("cargo");
+    c.arg("+nightly").current_dir(dir).env("PATH", tools::path_env());
+    // Inherited from the stable `cargo xtask` invocation; they would pin the stable
+    // toolchain or move the fuzz build elsewhere.
+    for v in ["CARGO", "RUSTUP_TOOLCHAIN", "RUSTC", "RUSTDOC", "CARGO_TARGET_DIR", "CARGO_BUILD_TARGET_DIR"] {
+        c.env_remove(v);
+    }
+    c
+}
+
+/// The nightly toolchain cargo-fuzz needs (sanitizers, `-Z` flags), installed when
+/// missing; a broken one is an error naming the fix.
+fn ensure_nightly() -> Res {
+    let have = tools::output(Command::new("rustup").args(["toolchain", "list"]))?;
+    if !have.lines().any(|l| l.starts_with("nightly")) {
+        tools::step("installing the nightly toolchain (for cargo fuzz)");
+        tools::run(Command::new("rustup").args(["toolchain", "install", "nightly", "--profile", "minimal"]))?;
+    }
+    let v = tools::output(nightly_cargo(&tools::root()).arg("--version"))
+        .map_err(|e| format!("nightly toolchain unusable ({e}); try `rustup toolchain install nightly`"))?;
+    if !v.contains("nightly") && !v.contains("-dev") {
+        return Err(format!("`cargo +nightly --version` printed `{}`, not a nightly", v.trim()));
+    }
+    Ok(())
+}
+
+/// A fresh corpus: `fuzz/seeds/<target>/*`, plus the snapshot golden files for the
+/// snapshot targets. Fresh each run, so CI and local runs start from the same inputs.
+fn seed_corpus(target: &str, corpus: &Path) -> Res {
+    let _ = std::fs::remove_dir_all(corpus);
+    std::fs::create_dir_all(corpus).map_err(|e| format!("{}: {e}", corpus.display()))?;
+    let root = tools::root();
+    let mut dirs: Vec<PathBuf> = vec![root.join("fuzz/seeds").join(target)];
+    if target.starts_with("snapshot") {
+        dirs.push(root.join("sampler-core/tests/golden"));
+    }
+    let mut n = 0;
+    for d in dirs.iter().filter(|d| d.is_dir()) {
+        for entry in std::fs::read_dir(d).map_err(|e| format!("{}: {e}", d.display()))? {
+            let p = entry.map_err(|e| e.to_string())?.path();
+            if p.is_file() {
+                let dest = corpus.join(p.file_name().unwrap_or_default());
+                std::fs::copy(&p, &dest).map_err(|e| format!("{}: {e}", p.display()))?;
+                n += 1;
+            }
+        }
+    }
+    eprintln!("    {target}: {n} seed file(s)");
+    Ok(())
+}
