@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 use sampler_core::{FramePointerStack, HostStack, NoStack, ProfiledAlloc, Profiler, StackSource};
 
-static PROFILED: ProfiledAlloc<System, HostStack, 1024, 16384, 2048, 4096> = ProfiledAlloc::new(System, HostStack, 512 * 1024, 1);
+static PROFILED: ProfiledAlloc<System, HostStack, 1024, 16384, 2048, 4096> =
+    ProfiledAlloc::new(System, HostStack, 512 * 1024, 1);
 
 const L16: Layout = match Layout::from_size_align(16, 8) {
     Ok(l) => l,
@@ -44,7 +45,9 @@ fn time_loop<A: GlobalAlloc>(a: &A, n: u32) -> Duration {
 fn fast_path(c: &mut Criterion) {
     let mut g = c.benchmark_group("alloc_free_16B");
     g.bench_function("System", |b| b.iter(|| churn(&System)));
-    g.bench_function("ProfiledAlloc<System> @512KiB", |b| b.iter(|| churn(&PROFILED)));
+    g.bench_function("ProfiledAlloc<System> @512KiB", |b| {
+        b.iter(|| churn(&PROFILED))
+    });
     g.finish();
 
     // The ratio, measured in this process with the two loops interleaved (so frequency
@@ -60,7 +63,8 @@ fn fast_path(c: &mut Criterion) {
         ps.push(p);
         ratios.push(p / s);
     }
-    let sort = |v: &mut Vec<f64>| v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    let sort =
+        |v: &mut Vec<f64>| v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     sort(&mut ss);
     sort(&mut ps);
     sort(&mut ratios);
@@ -77,7 +81,12 @@ fn fast_path(c: &mut Criterion) {
 
 /// 32 real frames below the sampling call, for the walking sources.
 #[inline(never)]
-fn deep<St: StackSource>(depth: usize, prof: &Profiler<1024, 65536, 1024, 1024, 32>, st: &St, addr: usize) {
+fn deep<St: StackSource>(
+    depth: usize,
+    prof: &Profiler<1024, 65536, 1024, 1024, 32>,
+    st: &St,
+    addr: usize,
+) {
     if depth == 0 {
         prof.record_alloc(addr as *const u8, 64, st);
         prof.record_free(addr as *const u8);
@@ -104,11 +113,19 @@ fn sampled_path(c: &mut Criterion) {
         })
     });
     let fp = FramePointerStack::current_thread();
-    g.bench_function("record_alloc+free, frame-pointer walk of 32 frames", |b| b.iter(|| deep(32, &prof, &fp, 0x3000)));
-    g.bench_function("record_alloc+free, unwinder walk of 32 frames", |b| b.iter(|| deep(32, &prof, &HostStack, 0x4000)));
+    g.bench_function("record_alloc+free, frame-pointer walk of 32 frames", |b| {
+        b.iter(|| deep(32, &prof, &fp, 0x3000))
+    });
+    g.bench_function("record_alloc+free, unwinder walk of 32 frames", |b| {
+        b.iter(|| deep(32, &prof, &HostStack, 0x4000))
+    });
     g.finish();
     let c = prof.counters();
-    assert_eq!((c.stack_table_full, c.bucket_table_full, c.live_map_full), (0, 0, 0), "{c:?}");
+    assert_eq!(
+        (c.stack_table_full, c.bucket_table_full, c.live_map_full),
+        (0, 0, 0),
+        "{c:?}"
+    );
 }
 
 criterion_group! {

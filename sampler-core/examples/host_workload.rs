@@ -48,12 +48,22 @@ fn parse_temporaries(line: &str) -> usize {
     let tokens: Vec<String> = line.split(',').map(str::to_owned).collect();
     let upper: Vec<String> = tokens.iter().map(|t| t.to_uppercase()).collect();
     let reversed: Vec<String> = tokens.iter().map(|t| t.chars().rev().collect()).collect();
-    black_box(upper.iter().chain(&reversed).map(String::len).sum::<usize>() + tokens.len())
+    black_box(
+        upper
+            .iter()
+            .chain(&reversed)
+            .map(String::len)
+            .sum::<usize>()
+            + tokens.len(),
+    )
 }
 
 #[inline(never)]
 fn decode_request(id: usize) -> usize {
-    let line = (0..100).map(|i| format!("field{}={}", i, id * 31 + i)).collect::<Vec<_>>().join(",");
+    let line = (0..100)
+        .map(|i| format!("field{}={}", i, id * 31 + i))
+        .collect::<Vec<_>>()
+        .join(",");
     parse_temporaries(&line)
 }
 
@@ -100,11 +110,17 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
-    let mut a = Args { out: String::new(), rate: 64 * 1024, seed: 1, rounds: 40 };
+    let mut a = Args {
+        out: String::new(),
+        rate: 64 * 1024,
+        seed: 1,
+        rounds: 40,
+    };
     while let Some(x) = it.next() {
         let mut num = |flag: &str| -> Result<u64, String> {
             let v = it.next().ok_or(format!("{flag} needs a value"))?;
-            v.parse().map_err(|_| format!("{flag}: `{v}` is not a number"))
+            v.parse()
+                .map_err(|_| format!("{flag}: `{v}` is not a number"))
         };
         match x.as_str() {
             "--rate" => a.rate = num("--rate")? as usize,

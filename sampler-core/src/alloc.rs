@@ -1,5 +1,10 @@
 //! `ProfiledAlloc`: any `GlobalAlloc`, profiled, in one line.
-#![deny(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+#![deny(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
 
 use core::alloc::{GlobalAlloc, Layout};
 
@@ -18,22 +23,40 @@ use crate::Profiler;
 /// the pointer is returned). Free: the live map first, then the inner allocator (so
 /// another thread cannot get the address back and record it before we forget it).
 /// `realloc` is a free of the old block and an allocation of the new one.
-pub struct ProfiledAlloc<A, St, const S: usize, const F: usize, const B: usize, const L: usize, const D: usize = 32> {
+pub struct ProfiledAlloc<
+    A,
+    St,
+    const S: usize,
+    const F: usize,
+    const B: usize,
+    const L: usize,
+    const D: usize = 32,
+> {
     inner: A,
     stack: St,
     profiler: Profiler<S, F, B, L, D>,
 }
 
-impl<A, St, const S: usize, const F: usize, const B: usize, const L: usize, const D: usize> ProfiledAlloc<A, St, S, F, B, L, D> {
+impl<A, St, const S: usize, const F: usize, const B: usize, const L: usize, const D: usize>
+    ProfiledAlloc<A, St, S, F, B, L, D>
+{
     /// Wrap `inner`, sampling every `rate` bytes on average (0 = off, 1 = everything).
     pub const fn new(inner: A, stack: St, rate: usize, seed: u64) -> Self {
-        ProfiledAlloc { inner, stack, profiler: Profiler::new(rate, seed) }
+        ProfiledAlloc {
+            inner,
+            stack,
+            profiler: Profiler::new(rate, seed),
+        }
     }
 
     /// Wrap `inner` with a stopped, all-zero profiler (the `static` lands in .bss and
     /// costs no flash): call `profiler().start(rate, seed)` at boot.
     pub const fn off(inner: A, stack: St) -> Self {
-        ProfiledAlloc { inner, stack, profiler: Profiler::off() }
+        ProfiledAlloc {
+            inner,
+            stack,
+            profiler: Profiler::off(),
+        }
     }
 
     /// The profiler: cycles, counters, snapshots.
@@ -47,8 +70,15 @@ impl<A, St, const S: usize, const F: usize, const B: usize, const L: usize, cons
     }
 }
 
-impl<A: GlobalAlloc, St: StackSource, const S: usize, const F: usize, const B: usize, const L: usize, const D: usize>
-    ProfiledAlloc<A, St, S, F, B, L, D>
+impl<
+        A: GlobalAlloc,
+        St: StackSource,
+        const S: usize,
+        const F: usize,
+        const B: usize,
+        const L: usize,
+        const D: usize,
+    > ProfiledAlloc<A, St, S, F, B, L, D>
 {
     #[inline(always)]
     fn after_alloc(&self, p: *mut u8, size: usize) {
@@ -56,15 +86,23 @@ impl<A: GlobalAlloc, St: StackSource, const S: usize, const F: usize, const B: u
             // Frames at or below this local are the allocator's own.
             let marker = 0u8;
             let boundary = core::ptr::addr_of!(marker) as usize;
-            self.profiler.record_alloc_below(p, size, &self.stack, boundary);
+            self.profiler
+                .record_alloc_below(p, size, &self.stack, boundary);
         }
     }
 }
 
 // SAFETY: every call is forwarded to `inner` with the caller's arguments; the profiler
 // only observes the pointers.
-unsafe impl<A: GlobalAlloc, St: StackSource, const S: usize, const F: usize, const B: usize, const L: usize, const D: usize> GlobalAlloc
-    for ProfiledAlloc<A, St, S, F, B, L, D>
+unsafe impl<
+        A: GlobalAlloc,
+        St: StackSource,
+        const S: usize,
+        const F: usize,
+        const B: usize,
+        const L: usize,
+        const D: usize,
+    > GlobalAlloc for ProfiledAlloc<A, St, S, F, B, L, D>
 {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {

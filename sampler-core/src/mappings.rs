@@ -26,7 +26,9 @@ pub fn current() -> io::Result<Vec<Mapping>> {
         }
     }
     for m in &mut out {
-        let id = ids.entry(m.name.clone()).or_insert_with(|| build_id(Path::new(&m.name)).unwrap_or_default());
+        let id = ids
+            .entry(m.name.clone())
+            .or_insert_with(|| build_id(Path::new(&m.name)).unwrap_or_default());
         m.build_id = id.clone();
     }
     Ok(out)
@@ -70,7 +72,13 @@ pub fn build_id(path: &Path) -> Option<Vec<u8>> {
 /// Borrow owned mappings for the encoder.
 pub fn as_refs(maps: &[Mapping]) -> Vec<MappingRef<'_>> {
     maps.iter()
-        .map(|m| MappingRef { start: m.start, end: m.end, offset: m.offset, name: &m.name, build_id: &m.build_id })
+        .map(|m| MappingRef {
+            start: m.start,
+            end: m.end,
+            offset: m.offset,
+            name: &m.name,
+            build_id: &m.build_id,
+        })
         .collect()
 }
 
@@ -89,7 +97,10 @@ mod tests {
 ";
         let m = parse(text);
         assert_eq!(m.len(), 2);
-        assert_eq!((m[0].start, m[0].end, m[0].offset), (0x55d0c0a21000, 0x55d0c0b00000, 0x21000));
+        assert_eq!(
+            (m[0].start, m[0].end, m[0].offset),
+            (0x55d0c0a21000, 0x55d0c0b00000, 0x21000)
+        );
         assert_eq!(m[0].name, "/usr/bin/prog");
         assert_eq!(m[1].name, "/lib/x86_64-linux-gnu/libc.so.6");
     }
@@ -100,8 +111,14 @@ mod tests {
         let exe = std::fs::read_link("/proc/self/exe").unwrap();
         assert_eq!(Path::new(&maps[0].name), exe);
         // Rust on Linux links with --build-id by default.
-        assert!(!maps[0].build_id.is_empty(), "no build id for {}", maps[0].name);
-        let here = this_test_binary_is_mapped_first_with_its_build_id as usize as u64;
-        assert!(maps.iter().any(|m| m.start <= here && here < m.end && m.name == maps[0].name));
+        assert!(
+            !maps[0].build_id.is_empty(),
+            "no build id for {}",
+            maps[0].name
+        );
+        let here = this_test_binary_is_mapped_first_with_its_build_id as *const () as usize as u64;
+        assert!(maps
+            .iter()
+            .any(|m| m.start <= here && here < m.end && m.name == maps[0].name));
     }
 }

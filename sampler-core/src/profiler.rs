@@ -1,5 +1,10 @@
 //! The profiler: sampling decision, locking, re-entrancy, counters.
-#![deny(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+#![deny(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
 
 use core::cell::{Cell, RefCell};
 use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
@@ -28,7 +33,13 @@ pub(crate) struct Locked<const S: usize, const F: usize, const B: usize, const L
 /// `const`-constructible so it (or a [`ProfiledAlloc`](crate::ProfiledAlloc) holding it)
 /// can be a `static`. RAM on a 32-bit target:
 /// `12·S + 4·F + 40·B + 16·L` bytes plus a few words (see the README's "RAM footprint").
-pub struct Profiler<const S: usize, const F: usize, const B: usize, const L: usize, const D: usize = 32> {
+pub struct Profiler<
+    const S: usize,
+    const F: usize,
+    const B: usize,
+    const L: usize,
+    const D: usize = 32,
+> {
     countdown: Countdown,
     /// Counting filter over sampled addresses: a free whose slot is zero cannot be a
     /// sampled object and skips the lock. Written only inside the critical section.
@@ -49,7 +60,9 @@ pub enum Recorded {
     Dropped,
 }
 
-impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: usize> Profiler<S, F, B, L, D> {
+impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: usize>
+    Profiler<S, F, B, L, D>
+{
     const CHECK: () = assert!(D > 0 && D <= u16::MAX as usize, "stack depth: 1 ..= 65535");
 
     /// A profiler sampling on average every `rate` bytes (1 = every allocation,
@@ -109,7 +122,12 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
     /// The first frame recorded is the caller of `record_alloc` when `stack` walks the
     /// stack; a slice is recorded as given.
     #[inline(always)]
-    pub fn record_alloc<St: StackSource + ?Sized>(&self, ptr: *const u8, size: usize, stack: &St) -> Recorded {
+    pub fn record_alloc<St: StackSource + ?Sized>(
+        &self,
+        ptr: *const u8,
+        size: usize,
+        stack: &St,
+    ) -> Recorded {
         if !self.countdown.take(size) {
             return Recorded::Skipped;
         }
@@ -120,7 +138,13 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
     /// caller (the address of a local in the allocator's own frame, so the allocator's
     /// frames are not recorded).
     #[inline(always)]
-    pub(crate) fn record_alloc_below<St: StackSource + ?Sized>(&self, ptr: *const u8, size: usize, stack: &St, boundary: usize) -> Recorded {
+    pub(crate) fn record_alloc_below<St: StackSource + ?Sized>(
+        &self,
+        ptr: *const u8,
+        size: usize,
+        stack: &St,
+        boundary: usize,
+    ) -> Recorded {
         if !self.countdown.take(size) {
             return Recorded::Skipped;
         }
@@ -142,17 +166,21 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
     // at least word aligned: the low bits are dropped, then mixed.
     #[inline(always)]
     fn h1(addr: usize) -> usize {
-        (((addr >> 3) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize % (L * FILTER_WAYS)
+        (((addr >> 3) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize
+            % (L * FILTER_WAYS)
     }
 
     #[inline(always)]
     fn h2(addr: usize) -> usize {
-        (((addr >> 3) as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F) >> 32) as usize % (L * FILTER_WAYS)
+        (((addr >> 3) as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F) >> 32) as usize
+            % (L * FILTER_WAYS)
     }
 
     #[inline(always)]
     fn slot(&self, i: usize) -> Option<&AtomicU8> {
-        self.filter.get(i / FILTER_WAYS).and_then(|w| w.get(i % FILTER_WAYS))
+        self.filter
+            .get(i / FILTER_WAYS)
+            .and_then(|w| w.get(i % FILTER_WAYS))
     }
 
     #[inline(always)]
@@ -186,7 +214,13 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
     /// bucket, tracks the address; every failure is a counter.
     #[cold]
     #[inline(never)]
-    fn sampled<St: StackSource + ?Sized>(&self, addr: usize, size: usize, stack: &St, boundary: usize) -> Recorded {
+    fn sampled<St: StackSource + ?Sized>(
+        &self,
+        addr: usize,
+        size: usize,
+        stack: &St,
+        boundary: usize,
+    ) -> Recorded {
         let marker = 0u8;
         let here = core::hint::black_box(core::ptr::addr_of!(marker)) as usize;
         let boundary = boundary.max(here);
@@ -212,7 +246,11 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
                 l.counters.truncated_stacks = l.counters.truncated_stacks.wrapping_add(1);
             }
             let frames = frames.get(..cap.len).unwrap_or(&[]);
-            let bucket = match l.tables.intern(frames).and_then(|s| l.tables.bucket(s, size)) {
+            let bucket = match l
+                .tables
+                .intern(frames)
+                .and_then(|s| l.tables.bucket(s, size))
+            {
                 Ok(b) => b,
                 Err(Full::Stacks) => {
                     l.counters.stack_table_full = l.counters.stack_table_full.wrapping_add(1);
@@ -271,7 +309,8 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
 
     /// Restart the interval generator from `seed` (e.g. a seed chosen at run time).
     pub fn reseed(&self, seed: u64) -> bool {
-        self.with_locked(|l| l.rng = IntervalRng::new(seed)).is_some()
+        self.with_locked(|l| l.rng = IntervalRng::new(seed))
+            .is_some()
     }
 
     /// The current sampling rate.
@@ -282,7 +321,12 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
     /// Everything dropped or skipped so far.
     pub fn counters(&self) -> Counters {
         critical_section::with(|cs| {
-            let mut c = self.locked.borrow(cs).try_borrow().map(|l| l.counters).unwrap_or_default();
+            let mut c = self
+                .locked
+                .borrow(cs)
+                .try_borrow()
+                .map(|l| l.counters)
+                .unwrap_or_default();
             c.reentrant = self.reentrant.borrow(cs).get();
             c
         })

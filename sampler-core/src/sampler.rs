@@ -9,7 +9,12 @@
 //!
 //! The not-sampled path ([`Countdown::take`]) is a load, a subtract, a branch and a
 //! store: no lock, no read-modify-write atomic, so it also works on thumbv6m (no CAS).
-#![deny(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+#![deny(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
 
 use core::sync::atomic::{AtomicIsize, Ordering::Relaxed};
 
@@ -42,15 +47,23 @@ impl Countdown {
     /// All shards start one mean interval away (rate 1: the first allocation is sampled).
     pub(crate) const fn new(rate: usize) -> Self {
         let start = initial(rate);
-        Countdown { shards: [const { Shard(AtomicIsize::new(0)) }; SHARDS] }.with_all(start)
+        Countdown {
+            shards: [const { Shard(AtomicIsize::new(0)) }; SHARDS],
+        }
+        .with_all(start)
     }
 
     /// All shards at zero: the next allocation takes the slow path, which installs the
     /// real interval (or "off") from the profiler's settings.
     pub(crate) const fn zero() -> Self {
-        Countdown { shards: [const { Shard(AtomicIsize::new(0)) }; SHARDS] }
+        Countdown {
+            shards: [const { Shard(AtomicIsize::new(0)) }; SHARDS],
+        }
     }
 
+    // Only evaluated in const context (statics), where an out-of-bounds index would be a
+    // compile error, never a runtime panic; and `i < SHARDS` anyway.
+    #[allow(clippy::indexing_slicing)]
     const fn with_all(self, v: isize) -> Self {
         let mut s = self;
         let mut i = 0;
@@ -134,7 +147,9 @@ impl IntervalRng {
     #[inline]
     fn uniform(&mut self) -> f32 {
         let seed = self.seed;
-        let rng = self.rng.get_or_insert_with(|| Xoshiro128PlusPlus::seed_from_u64(seed));
+        let rng = self
+            .rng
+            .get_or_insert_with(|| Xoshiro128PlusPlus::seed_from_u64(seed));
         let bits = rng.next_u32() >> 8; // 0 ..= 2^24-1
         (bits as f32 + 1.0) * (1.0 / 16_777_216.0)
     }
@@ -171,6 +186,12 @@ pub(crate) const fn countdown_start(rate: usize) -> isize {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 mod tests {
     use super::*;
 

@@ -1,12 +1,19 @@
 //! The profiler as a [`SnapshotSource`]: its tables go straight into the one snapshot
 //! encoder, no copy.
-#![deny(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+#![deny(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
 
 use core::fmt;
 
 use postcard::ser_flavors::{Flavor, Slice};
 
-use crate::snapshot::{self, Bucket, EncodeError, Frames, Header, MappingRef, SnapshotSource, StackRef};
+use crate::snapshot::{
+    self, Bucket, EncodeError, Frames, Header, MappingRef, SnapshotSource, StackRef,
+};
 use crate::tables::Tables;
 use crate::{Counters, Profiler};
 
@@ -18,7 +25,9 @@ pub struct ProfilerView<'a, const S: usize, const F: usize, const B: usize, cons
     mappings: &'a [MappingRef<'a>],
 }
 
-impl<const S: usize, const F: usize, const B: usize, const L: usize> SnapshotSource for ProfilerView<'_, S, F, B, L> {
+impl<const S: usize, const F: usize, const B: usize, const L: usize> SnapshotSource
+    for ProfilerView<'_, S, F, B, L>
+{
     fn header(&self) -> Header {
         Header {
             word_size: core::mem::size_of::<usize>() as u8,
@@ -33,7 +42,10 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> SnapshotSou
     }
 
     fn stacks(&self) -> impl ExactSizeIterator<Item = StackRef<'_>> {
-        self.tables.stacks().map(|(id, frames)| StackRef { id: u32::from(id), frames: Frames::Usize(frames) })
+        self.tables.stacks().map(|(id, frames)| StackRef {
+            id: u32::from(id),
+            frames: Frames::Usize(frames),
+        })
     }
 
     fn buckets(&self) -> impl ExactSizeIterator<Item = Bucket> {
@@ -58,7 +70,9 @@ pub enum SnapshotError {
 impl fmt::Display for SnapshotError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SnapshotError::Reentered => f.write_str("snapshot requested from inside the profiler (re-entrant call)"),
+            SnapshotError::Reentered => {
+                f.write_str("snapshot requested from inside the profiler (re-entrant call)")
+            }
             SnapshotError::Encode(e) => write!(f, "{e}"),
         }
     }
@@ -66,34 +80,59 @@ impl fmt::Display for SnapshotError {
 
 impl core::error::Error for SnapshotError {}
 
-impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: usize> Profiler<S, F, B, L, D> {
+impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: usize>
+    Profiler<S, F, B, L, D>
+{
     /// Run `f` on a [`SnapshotSource`] view of the tables, with the lock held (the
     /// tables stay still while `f` encodes them). On a device interrupts are off for
     /// that time: write to RAM and send afterwards if that matters.
-    pub fn with_view<R>(&self, mappings: &[MappingRef<'_>], f: impl FnOnce(&ProfilerView<'_, S, F, B, L>) -> R) -> Result<R, SnapshotError> {
+    pub fn with_view<R>(
+        &self,
+        mappings: &[MappingRef<'_>],
+        f: impl FnOnce(&ProfilerView<'_, S, F, B, L>) -> R,
+    ) -> Result<R, SnapshotError> {
         let reentrant = self.counters().reentrant;
         self.with_locked(|l| {
             let mut counters = l.counters;
             counters.reentrant = reentrant;
-            f(&ProfilerView { tables: &l.tables, counters, rate: l.rate, mappings })
+            f(&ProfilerView {
+                tables: &l.tables,
+                counters,
+                rate: l.rate,
+                mappings,
+            })
         })
         .ok_or(SnapshotError::Reentered)
     }
 
     /// Write a snapshot into any postcard [`Flavor`] (a UART, semihosting, a flash
     /// page), streaming: no intermediate copy of the tables.
-    pub fn write_snapshot<Fl: Flavor>(&self, mappings: &[MappingRef<'_>], sink: Fl) -> Result<Fl::Output, SnapshotError> {
-        self.with_view(mappings, |v| snapshot::encode(v, sink))?.map_err(SnapshotError::Encode)
+    pub fn write_snapshot<Fl: Flavor>(
+        &self,
+        mappings: &[MappingRef<'_>],
+        sink: Fl,
+    ) -> Result<Fl::Output, SnapshotError> {
+        self.with_view(mappings, |v| snapshot::encode(v, sink))?
+            .map_err(SnapshotError::Encode)
     }
 
     /// As [`write_snapshot`](Self::write_snapshot), COBS-framed (ends with `0x00`) for
     /// serial links.
-    pub fn write_snapshot_framed<Fl: Flavor>(&self, mappings: &[MappingRef<'_>], sink: Fl) -> Result<Fl::Output, SnapshotError> {
-        self.with_view(mappings, |v| snapshot::encode_framed(v, sink))?.map_err(SnapshotError::Encode)
+    pub fn write_snapshot_framed<Fl: Flavor>(
+        &self,
+        mappings: &[MappingRef<'_>],
+        sink: Fl,
+    ) -> Result<Fl::Output, SnapshotError> {
+        self.with_view(mappings, |v| snapshot::encode_framed(v, sink))?
+            .map_err(SnapshotError::Encode)
     }
 
     /// Write a snapshot into `buf`; returns the written prefix.
-    pub fn write_snapshot_to_slice<'b>(&self, mappings: &[MappingRef<'_>], buf: &'b mut [u8]) -> Result<&'b mut [u8], SnapshotError> {
+    pub fn write_snapshot_to_slice<'b>(
+        &self,
+        mappings: &[MappingRef<'_>],
+        buf: &'b mut [u8],
+    ) -> Result<&'b mut [u8], SnapshotError> {
         self.write_snapshot(mappings, Slice::new(buf))
     }
 
@@ -101,14 +140,20 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
     /// (an allocation inside would be the profiler re-entering itself), growing and
     /// retrying if the tables outgrew it.
     #[cfg(feature = "std")]
-    pub fn snapshot_vec(&self, mappings: &[MappingRef<'_>], framed: bool) -> Result<Vec<u8>, SnapshotError> {
+    pub fn snapshot_vec(
+        &self,
+        mappings: &[MappingRef<'_>],
+        framed: bool,
+    ) -> Result<Vec<u8>, SnapshotError> {
         let mut cap = 64 * 1024;
         loop {
             let mut buf = vec![0u8; cap];
             let r = if framed {
-                self.write_snapshot_framed(mappings, Slice::new(&mut buf)).map(|o| o.len())
+                self.write_snapshot_framed(mappings, Slice::new(&mut buf))
+                    .map(|o| o.len())
             } else {
-                self.write_snapshot_to_slice(mappings, &mut buf).map(|o| o.len())
+                self.write_snapshot_to_slice(mappings, &mut buf)
+                    .map(|o| o.len())
             };
             match r {
                 Ok(n) => {

@@ -4,7 +4,12 @@
 //!
 //! Nothing here allocates or panics: a full table is reported to the caller, which
 //! counts the dropped sample.
-#![deny(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+#![deny(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
 
 use heapless::index_map::FnvIndexMap;
 
@@ -20,7 +25,10 @@ pub struct Counts {
 }
 
 impl Counts {
-    const ZERO: Counts = Counts { allocs: 0, frees: 0 };
+    const ZERO: Counts = Counts {
+        allocs: 0,
+        frees: 0,
+    };
 
     fn add(&mut self, o: Counts) {
         self.allocs = self.allocs.wrapping_add(o.allocs);
@@ -68,7 +76,10 @@ pub struct MemRecord {
 }
 
 impl MemRecord {
-    const ZERO: MemRecord = MemRecord { active: Counts::ZERO, future: [Counts::ZERO; 3] };
+    const ZERO: MemRecord = MemRecord {
+        active: Counts::ZERO,
+        future: [Counts::ZERO; 3],
+    };
 
     // Cycles are passed as `phase = cycle % 3` (kept next to the cycle counter): no
     // 64-bit division on a 32-bit MCU.
@@ -122,7 +133,12 @@ pub struct BucketSlot {
 }
 
 impl BucketSlot {
-    const EMPTY: BucketSlot = BucketSlot { size: 0, record: MemRecord::ZERO, stack: 0, used: false };
+    const EMPTY: BucketSlot = BucketSlot {
+        size: 0,
+        record: MemRecord::ZERO,
+        stack: 0,
+        used: false,
+    };
 }
 
 /// One interned stack: where its frames sit in the shared frame arena.
@@ -136,7 +152,12 @@ pub struct StackSlot {
 }
 
 impl StackSlot {
-    const EMPTY: StackSlot = StackSlot { hash: 0, start: 0, len: 0, used: false };
+    const EMPTY: StackSlot = StackSlot {
+        hash: 0,
+        start: 0,
+        len: 0,
+        used: false,
+    };
 
     fn used(&self) -> bool {
         self.used
@@ -186,10 +207,19 @@ fn mix(h: u32, x: usize) -> u32 {
 
 impl<const S: usize, const F: usize, const B: usize, const L: usize> Tables<S, F, B, L> {
     const CHECK: () = {
-        assert!(S.is_power_of_two() && S <= u16::MAX as usize, "stack capacity: a power of two up to 32768");
-        assert!(B.is_power_of_two() && B <= u16::MAX as usize, "bucket capacity: a power of two up to 32768");
+        assert!(
+            S.is_power_of_two() && S <= u16::MAX as usize,
+            "stack capacity: a power of two up to 32768"
+        );
+        assert!(
+            B.is_power_of_two() && B <= u16::MAX as usize,
+            "bucket capacity: a power of two up to 32768"
+        );
         assert!(F < u32::MAX as usize, "frame arena capacity must fit u32");
-        assert!(L.is_power_of_two() && L > 1, "live map capacity: a power of two > 1");
+        assert!(
+            L.is_power_of_two() && L > 1,
+            "live map capacity: a power of two > 1"
+        );
     };
 
     /// Empty tables (`const`: they live inside a `static` allocator).
@@ -210,7 +240,9 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> Tables<S, F
 
     /// Intern `frames`; returns the stack index.
     pub fn intern(&mut self, frames: &[usize]) -> Result<u16, Full> {
-        let hash = frames.iter().fold(0x811C_9DC5u32 ^ frames.len() as u32, |h, &f| mix(h, f));
+        let hash = frames
+            .iter()
+            .fold(0x811C_9DC5u32 ^ frames.len() as u32, |h, &f| mix(h, f));
         let len = u16::try_from(frames.len()).map_err(|_| Full::Stacks)?;
         let mask = S - 1;
         let mut i = hash as usize & mask;
@@ -233,7 +265,12 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> Tables<S, F
         }
         match self.stacks.get_mut(i) {
             Some(slot) if !slot.used() => {
-                *slot = StackSlot { hash, start: start as u32, len, used: true };
+                *slot = StackSlot {
+                    hash,
+                    start: start as u32,
+                    len,
+                    used: true,
+                };
                 self.stack_count += 1;
                 Ok(i as u16)
             }
@@ -246,7 +283,9 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> Tables<S, F
 
     fn frames_of(&self, s: StackSlot) -> &[usize] {
         let start = s.start as usize;
-        self.frames.get(start..start + usize::from(s.len)).unwrap_or(&[])
+        self.frames
+            .get(start..start + usize::from(s.len))
+            .unwrap_or(&[])
     }
 
     /// Find or create the bucket for (stack, size); returns its index.
@@ -254,9 +293,16 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> Tables<S, F
         let mask = B - 1;
         let mut i = (mix(u32::from(stack), size) as usize) & mask;
         for _ in 0..B {
-            let Some(b) = self.buckets.get_mut(i) else { break };
+            let Some(b) = self.buckets.get_mut(i) else {
+                break;
+            };
             if !b.used {
-                *b = BucketSlot { size, record: MemRecord::ZERO, stack, used: true };
+                *b = BucketSlot {
+                    size,
+                    record: MemRecord::ZERO,
+                    stack,
+                    used: true,
+                };
                 self.bucket_count += 1;
                 return Ok(i as u16);
             }
@@ -283,7 +329,9 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> Tables<S, F
 
     /// Forget a sampled object and credit its free; `false` if it was not tracked.
     pub fn untrack(&mut self, addr: usize) -> bool {
-        let Some(b) = self.live.remove(&addr) else { return false };
+        let Some(b) = self.live.remove(&addr) else {
+            return false;
+        };
         let c = self.phase;
         if let Some(slot) = self.buckets.get_mut(usize::from(b)) {
             slot.record.free(c);
@@ -308,17 +356,30 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> Tables<S, F
 
     /// Interned stacks: (id, frames).
     pub fn stacks(&self) -> impl ExactSizeIterator<Item = (u16, &[usize])> + '_ {
-        let it = self.stacks.iter().enumerate().filter(|(_, s)| s.used()).map(|(i, s)| (i as u16, self.frames_of(*s)));
-        Counted { it, left: self.stack_count }
+        let it = self
+            .stacks
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.used())
+            .map(|(i, s)| (i as u16, self.frames_of(*s)));
+        Counted {
+            it,
+            left: self.stack_count,
+        }
     }
 
     /// Buckets in use.
     pub fn buckets(&self) -> impl ExactSizeIterator<Item = &BucketSlot> + '_ {
-        Counted { it: self.buckets.iter().filter(|b| b.used), left: self.bucket_count }
+        Counted {
+            it: self.buckets.iter().filter(|b| b.used),
+            left: self.bucket_count,
+        }
     }
 }
 
-impl<const S: usize, const F: usize, const B: usize, const L: usize> Default for Tables<S, F, B, L> {
+impl<const S: usize, const F: usize, const B: usize, const L: usize> Default
+    for Tables<S, F, B, L>
+{
     fn default() -> Self {
         Self::new()
     }
@@ -345,6 +406,12 @@ impl<I: Iterator> Iterator for Counted<I> {
 impl<I: Iterator> ExactSizeIterator for Counted<I> {}
 
 #[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 mod tests {
     use super::*;
 
@@ -368,7 +435,13 @@ mod tests {
             assert_eq!(in_use(active(&t)[0].1), 0);
             t.advance();
         }
-        assert_eq!(active(&t)[0].1, Counts { allocs: 1, frees: 1 });
+        assert_eq!(
+            active(&t)[0].1,
+            Counts {
+                allocs: 1,
+                frees: 1
+            }
+        );
     }
 
     #[test]
@@ -380,14 +453,27 @@ mod tests {
         t.track(0x200, b);
         assert_eq!(active(&t)[0].1, Counts::ZERO, "not visible mid-cycle");
         t.advance();
-        assert_eq!(active(&t)[0].1, Counts { allocs: 1, frees: 0 }, "visible after one advance");
+        assert_eq!(
+            active(&t)[0].1,
+            Counts {
+                allocs: 1,
+                frees: 0
+            },
+            "visible after one advance"
+        );
         t.advance();
         t.advance();
         assert_eq!(in_use(active(&t)[0].1), 1, "stays in use");
         t.untrack(0x200);
         assert_eq!(in_use(active(&t)[0].1), 1, "free not visible mid-cycle");
         t.advance();
-        assert_eq!(active(&t)[0].1, Counts { allocs: 1, frees: 1 });
+        assert_eq!(
+            active(&t)[0].1,
+            Counts {
+                allocs: 1,
+                frees: 1
+            }
+        );
     }
 
     #[test]
@@ -399,9 +485,21 @@ mod tests {
         assert_eq!(r.active.allocs, 1);
         r.alloc(1); // future[0]
         r.free(1); // future[0]
-        assert_eq!(r.future[0], Counts { allocs: 1, frees: 1 });
+        assert_eq!(
+            r.future[0],
+            Counts {
+                allocs: 1,
+                frees: 1
+            }
+        );
         r.advance(1);
-        assert_eq!(r.active, Counts { allocs: 2, frees: 1 });
+        assert_eq!(
+            r.active,
+            Counts {
+                allocs: 2,
+                frees: 1
+            }
+        );
         assert_eq!(r.future, [Counts::ZERO; 3]);
     }
 

@@ -30,7 +30,9 @@ fn chain_inner_gamma(p: &Prof, src: &dyn Fn(&Prof) -> Recorded) -> Recorded {
 /// Runtime address → the ELF virtual address `addr2line` wants: through the mapping
 /// (file offset) and then the PT_LOAD segment that holds that offset.
 fn to_svma(maps: &[Mapping], file: &object::File<'_>, addr: u64) -> Option<u64> {
-    let m = maps.iter().find(|m| m.start <= addr && addr < m.end && m.name == maps[0].name)?;
+    let m = maps
+        .iter()
+        .find(|m| m.start <= addr && addr < m.end && m.name == maps[0].name)?;
     let off = addr - m.start + m.offset;
     file.segments().find_map(|s| {
         let (fo, fl) = s.file_range();
@@ -84,9 +86,20 @@ fn the_unwinder_source_yields_the_call_chain_in_order_starting_at_the_caller() {
     let names = captured_chain(&|p| p.record_alloc(0x1000 as *const u8, 8, &HostStack));
     let got: Vec<&str> = names.iter().map(|n| short(n)).collect();
     assert!(got.len() >= 4, "{names:?}");
-    assert_eq!(&got[..3], &["chain_inner_gamma", "chain_middle_beta", "chain_outer_alpha"], "full: {names:?}");
+    assert_eq!(
+        &got[..3],
+        &[
+            "chain_inner_gamma",
+            "chain_middle_beta",
+            "chain_outer_alpha"
+        ],
+        "full: {names:?}"
+    );
     // The closure that called record_alloc is the caller: chain_inner_gamma calls it.
-    assert!(!names.iter().any(|n| n.contains("sampler_core::profiler")), "profiler frames leaked: {names:?}");
+    assert!(
+        !names.iter().any(|n| n.contains("sampler_core::profiler")),
+        "profiler frames leaked: {names:?}"
+    );
 }
 
 #[test]
@@ -110,6 +123,11 @@ fn the_frame_pointer_walker_is_bounded_by_the_thread_stack() {
     let c = src.capture(0, &mut out);
     assert!(c.len <= 64);
     let names = symbolize(&out[..c.len].iter().map(|&a| a as u64).collect::<Vec<_>>());
-    assert!(names.iter().all(|n| !n.starts_with("<unmapped") && !n.starts_with("<no dwarf")), "{names:?}");
+    assert!(
+        names
+            .iter()
+            .all(|n| !n.starts_with("<unmapped") && !n.starts_with("<no dwarf")),
+        "{names:?}"
+    );
     eprintln!("frame-pointer walk from the test: {names:?}");
 }

@@ -38,9 +38,26 @@ fn frees_are_credited_to_the_allocating_bucket() {
     prof.advance_cycle();
     let s = snapshot(&prof);
     let stack_of = |frames: &[u64]| s.stacks.iter().find(|st| st.frames == frames).unwrap().id;
-    let ba = s.buckets.iter().find(|x| x.stack_id == stack_of(&[0x1111, 0x2222])).unwrap();
-    let bb = s.buckets.iter().find(|x| x.stack_id == stack_of(&[0x3333])).unwrap();
-    assert_eq!((ba.size, ba.active.allocs, ba.active.frees, ba.active.alloc_bytes, ba.active.free_bytes), (32, 2, 1, 64, 32));
+    let ba = s
+        .buckets
+        .iter()
+        .find(|x| x.stack_id == stack_of(&[0x1111, 0x2222]))
+        .unwrap();
+    let bb = s
+        .buckets
+        .iter()
+        .find(|x| x.stack_id == stack_of(&[0x3333]))
+        .unwrap();
+    assert_eq!(
+        (
+            ba.size,
+            ba.active.allocs,
+            ba.active.frees,
+            ba.active.alloc_bytes,
+            ba.active.free_bytes
+        ),
+        (32, 2, 1, 64, 32)
+    );
     assert_eq!((bb.size, bb.active.allocs, bb.active.frees), (64, 1, 1));
     assert_eq!(s.sample_rate, 1);
     assert_eq!(s.cycle, 1);
@@ -52,17 +69,32 @@ fn frees_are_credited_to_the_allocating_bucket() {
 fn full_stack_table_is_counted_not_recorded() {
     let prof = Small::new(1, 1);
     for i in 0..4usize {
-        assert_eq!(prof.record_alloc(p(0x10 * (i + 1)), 8, &[i][..]), Recorded::Sampled);
+        assert_eq!(
+            prof.record_alloc(p(0x10 * (i + 1)), 8, &[i][..]),
+            Recorded::Sampled
+        );
     }
     prof.record_free(p(0x10));
-    assert_eq!(prof.record_alloc(p(0x100), 8, &[99usize][..]), Recorded::Dropped);
+    assert_eq!(
+        prof.record_alloc(p(0x100), 8, &[99usize][..]),
+        Recorded::Dropped
+    );
     let c = prof.counters();
     assert_eq!((c.samples, c.stack_table_full), (5, 1));
     // The frame arena is a second way to fill the stack table: 16 frames of room.
     let prof = Small::new(1, 1);
-    assert_eq!(prof.record_alloc(p(8), 8, &[1usize; 8][..]), Recorded::Sampled);
-    assert_eq!(prof.record_alloc(p(16), 8, &[2usize; 8][..]), Recorded::Sampled);
-    assert_eq!(prof.record_alloc(p(24), 8, &[3usize; 1][..]), Recorded::Dropped);
+    assert_eq!(
+        prof.record_alloc(p(8), 8, &[1usize; 8][..]),
+        Recorded::Sampled
+    );
+    assert_eq!(
+        prof.record_alloc(p(16), 8, &[2usize; 8][..]),
+        Recorded::Sampled
+    );
+    assert_eq!(
+        prof.record_alloc(p(24), 8, &[3usize; 1][..]),
+        Recorded::Dropped
+    );
     assert_eq!(prof.counters().stack_table_full, 1);
 }
 
@@ -70,19 +102,32 @@ fn full_stack_table_is_counted_not_recorded() {
 fn full_bucket_table_is_counted() {
     let prof = Small::new(1, 1);
     for size in 1..=4usize {
-        assert_eq!(prof.record_alloc(p(size * 8), size, &[7usize][..]), Recorded::Sampled);
+        assert_eq!(
+            prof.record_alloc(p(size * 8), size, &[7usize][..]),
+            Recorded::Sampled
+        );
         prof.record_free(p(size * 8));
     }
-    assert_eq!(prof.record_alloc(p(0x800), 5, &[7usize][..]), Recorded::Dropped);
+    assert_eq!(
+        prof.record_alloc(p(0x800), 5, &[7usize][..]),
+        Recorded::Dropped
+    );
     assert_eq!(prof.counters().bucket_table_full, 1);
-    assert_eq!(snapshot(&prof).counters.bucket_table_full, 1, "the counter travels in the snapshot");
+    assert_eq!(
+        snapshot(&prof).counters.bucket_table_full,
+        1,
+        "the counter travels in the snapshot"
+    );
 }
 
 #[test]
 fn full_live_map_is_counted_and_the_sample_still_counts_as_allocated() {
     let prof = Small::new(1, 1);
     for i in 1..=5usize {
-        assert_eq!(prof.record_alloc(p(i * 16), 8, &[1usize][..]), Recorded::Sampled);
+        assert_eq!(
+            prof.record_alloc(p(i * 16), 8, &[1usize][..]),
+            Recorded::Sampled
+        );
     }
     let c = prof.counters();
     assert_eq!((c.samples, c.live_map_full), (5, 1));
@@ -124,11 +169,18 @@ struct Reenter<'a> {
 
 impl StackSource for Reenter<'_> {
     fn capture(&self, _b: usize, out: &mut [usize]) -> Captured {
-        self.nested.set(Some(self.prof.record_alloc(p(0xBAD0), 8, &NoStack)));
+        self.nested
+            .set(Some(self.prof.record_alloc(p(0xBAD0), 8, &NoStack)));
         self.prof.record_free(p(0x40));
-        assert!(!self.prof.advance_cycle(), "advance from inside must refuse");
+        assert!(
+            !self.prof.advance_cycle(),
+            "advance from inside must refuse"
+        );
         out[0] = 0xAB;
-        Captured { len: 1, truncated: false }
+        Captured {
+            len: 1,
+            truncated: false,
+        }
     }
 }
 
@@ -136,13 +188,20 @@ impl StackSource for Reenter<'_> {
 fn reentry_is_counted_and_never_deadlocks() {
     let prof = Small::new(1, 1);
     prof.record_alloc(p(0x40), 8, &NoStack);
-    let src = Reenter { prof: &prof, nested: Cell::new(None) };
+    let src = Reenter {
+        prof: &prof,
+        nested: Cell::new(None),
+    };
     assert_eq!(prof.record_alloc(p(0x80), 16, &src), Recorded::Sampled);
     assert_eq!(src.nested.get(), Some(Recorded::Dropped));
     let c = prof.counters();
     // nested alloc + nested free of a tracked address + nested advance
     assert_eq!(c.reentrant, 3, "{c:?}");
-    assert_eq!(prof.live_objects(), 2, "the nested free did not touch the map");
+    assert_eq!(
+        prof.live_objects(),
+        2,
+        "the nested free did not touch the map"
+    );
     assert!(snapshot(&prof).counters.reentrant == 3);
 }
 
@@ -150,7 +209,10 @@ fn reentry_is_counted_and_never_deadlocks() {
 fn rate_zero_records_nothing_and_set_rate_switches() {
     let prof = Small::new(0, 1);
     for i in 0..1000usize {
-        assert_eq!(prof.record_alloc(p(i * 8 + 8), 1 << 20, &NoStack), Recorded::Skipped);
+        assert_eq!(
+            prof.record_alloc(p(i * 8 + 8), 1 << 20, &NoStack),
+            Recorded::Skipped
+        );
     }
     assert_eq!(prof.counters().samples, 0);
     prof.set_rate(1);
@@ -160,7 +222,8 @@ fn rate_zero_records_nothing_and_set_rate_switches() {
 
 #[test]
 fn the_allocator_wrapper_records_alloc_zeroed_realloc_and_dealloc() {
-    let a: ProfiledAlloc<System, NoStack, 16, 64, 16, 16> = ProfiledAlloc::new(System, NoStack, 1, 3);
+    let a: ProfiledAlloc<System, NoStack, 16, 64, 16, 16> =
+        ProfiledAlloc::new(System, NoStack, 1, 3);
     let l = Layout::from_size_align(24, 8).unwrap();
     unsafe {
         let x = a.alloc(l);
@@ -188,9 +251,17 @@ fn snapshots_stream_into_slices_and_cobs_frames() {
     let plain = prof.snapshot_vec(&[], false).unwrap();
     let mut buf = [0u8; 512];
     let n = prof.write_snapshot_to_slice(&[], &mut buf).unwrap().len();
-    assert_eq!(&buf[..n], &plain[..], "slice and vec paths write the same bytes");
+    assert_eq!(
+        &buf[..n],
+        &plain[..],
+        "slice and vec paths write the same bytes"
+    );
     let framed = prof.snapshot_vec(&[], true).unwrap();
-    assert_eq!(*framed.last().unwrap(), 0, "COBS frame ends with the delimiter");
+    assert_eq!(
+        *framed.last().unwrap(),
+        0,
+        "COBS frame ends with the delimiter"
+    );
     assert!(!framed[..framed.len() - 1].contains(&0));
     let cap = sampler_core::snapshot::decode_frames(&framed);
     assert_eq!(cap.frames.len(), 1);

@@ -50,9 +50,17 @@ fn a_million_intervals_have_mean_rate_and_pass_kolmogorov_smirnov() {
         let mean = xs.iter().sum::<f64>() / xs.len() as f64;
         // floor(E·r) + 1 has mean r + 1/2 (to within 1/12r).
         let rel = (mean - rate as f64).abs() / rate as f64;
-        assert!(rel < 0.01, "rate {rate}: mean {mean:.1} is {:.3}% off", rel * 100.0);
+        assert!(
+            rel < 0.01,
+            "rate {rate}: mean {mean:.1} is {:.3}% off",
+            rel * 100.0
+        );
         let d = ks_exponential(&mut xs, rate as f64);
-        assert!(d < ks_critical(DRAWS), "rate {rate}: KS D = {d:.5} ≥ {:.5}", ks_critical(DRAWS));
+        assert!(
+            d < ks_critical(DRAWS),
+            "rate {rate}: KS D = {d:.5} ≥ {:.5}",
+            ks_critical(DRAWS)
+        );
     }
 }
 
@@ -61,7 +69,10 @@ fn the_goodness_of_fit_test_rejects_a_wrong_distribution() {
     // Guard against a vacuous KS: the same draws judged against a mean 2% off fail.
     let mut xs = draws(4, 4096);
     let d = ks_exponential(&mut xs, 4096.0 * 1.02);
-    assert!(d > ks_critical(DRAWS), "KS could not tell a 2% wrong mean (D = {d:.5})");
+    assert!(
+        d > ks_critical(DRAWS),
+        "KS could not tell a 2% wrong mean (D = {d:.5})"
+    );
 }
 
 proptest! {
@@ -86,7 +97,13 @@ fn unsampled_estimates_are_within_3_percent_of_exact_totals() {
     const RATE: usize = 2048;
     // A mixed workload: many small objects, some medium, a few large (larger than the
     // rate: sampled almost always, scale ≈ 1).
-    let sizes: [(usize, usize); 5] = [(16, 400_000), (48, 200_000), (256, 40_000), (1500, 8_000), (20_000, 600)];
+    let sizes: [(usize, usize); 5] = [
+        (16, 400_000),
+        (48, 200_000),
+        (256, 40_000),
+        (1500, 8_000),
+        (20_000, 600),
+    ];
     let prof = Profiler::<16, 64, 16, 1024>::new(RATE, 0xC0FFEE);
     let (mut exact_objects, mut exact_bytes) = (0u64, 0u64);
     let mut addr = 0x1000usize;
@@ -109,20 +126,43 @@ fn unsampled_estimates_are_within_3_percent_of_exact_totals() {
     let bytes = prof.snapshot_vec(&[], false).unwrap();
     let snap = sampler_core::snapshot::decode(&bytes).unwrap();
     let c = snap.counters;
-    assert_eq!((c.stack_table_full, c.bucket_table_full, c.live_map_full), (0, 0, 0));
+    assert_eq!(
+        (c.stack_table_full, c.bucket_table_full, c.live_map_full),
+        (0, 0, 0)
+    );
     assert!(c.samples >= 10_000, "only {} samples", c.samples);
-    let est_objects: f64 = snap.buckets.iter().map(|b| b.active.allocs as f64 * scale(b.size, RATE as u64)).sum();
-    let est_bytes: f64 = snap.buckets.iter().map(|b| b.active.alloc_bytes as f64 * scale(b.size, RATE as u64)).sum();
+    let est_objects: f64 = snap
+        .buckets
+        .iter()
+        .map(|b| b.active.allocs as f64 * scale(b.size, RATE as u64))
+        .sum();
+    let est_bytes: f64 = snap
+        .buckets
+        .iter()
+        .map(|b| b.active.alloc_bytes as f64 * scale(b.size, RATE as u64))
+        .sum();
     let err_o = (est_objects - exact_objects as f64).abs() / exact_objects as f64;
     let err_b = (est_bytes - exact_bytes as f64).abs() / exact_bytes as f64;
-    assert!(err_b < 0.03, "bytes: estimate {est_bytes:.0} vs exact {exact_bytes} ({:.2}%)", err_b * 100.0);
-    assert!(err_o < 0.03, "objects: estimate {est_objects:.0} vs exact {exact_objects} ({:.2}%)", err_o * 100.0);
+    assert!(
+        err_b < 0.03,
+        "bytes: estimate {est_bytes:.0} vs exact {exact_bytes} ({:.2}%)",
+        err_b * 100.0
+    );
+    assert!(
+        err_o < 0.03,
+        "objects: estimate {est_objects:.0} vs exact {exact_objects} ({:.2}%)",
+        err_o * 100.0
+    );
     // And per size class with enough samples.
     for b in &snap.buckets {
         let exact = sizes.iter().find(|s| s.0 as u64 == b.size).unwrap().1 as f64;
         if b.active.allocs >= 2_000 {
             let est = b.active.allocs as f64 * scale(b.size, RATE as u64);
-            assert!((est - exact).abs() / exact < 0.05, "size {}: {est:.0} vs {exact}", b.size);
+            assert!(
+                (est - exact).abs() / exact < 0.05,
+                "size {}: {est:.0} vs {exact}",
+                b.size
+            );
         }
     }
 }

@@ -10,7 +10,8 @@ use std::hint::black_box;
 use sampler_core::{HostStack, ProfiledAlloc};
 
 #[global_allocator]
-static HEAP: ProfiledAlloc<System, HostStack, 4096, { 1 << 17 }, 16384, { 1 << 16 }> = ProfiledAlloc::new(System, HostStack, 1, 0x5EED);
+static HEAP: ProfiledAlloc<System, HostStack, 4096, { 1 << 17 }, 16384, { 1 << 16 }> =
+    ProfiledAlloc::new(System, HostStack, 1, 0x5EED);
 
 const THREADS: usize = 8;
 const OPS: usize = 200_000;
@@ -39,8 +40,21 @@ fn eight_threads_at_rate_one_balance_exactly() {
     });
     assert_eq!(kept.iter().map(Vec::len).sum::<usize>(), THREADS * KEPT);
     let c = prof.counters();
-    assert!(c.samples - before >= (THREADS * OPS) as u64, "samples {} (before {before})", c.samples);
-    assert_eq!((c.stack_table_full, c.bucket_table_full, c.live_map_full, c.unknown_frees), (0, 0, 0, 0), "{c:?}");
+    assert!(
+        c.samples - before >= (THREADS * OPS) as u64,
+        "samples {} (before {before})",
+        c.samples
+    );
+    assert_eq!(
+        (
+            c.stack_table_full,
+            c.bucket_table_full,
+            c.live_map_full,
+            c.unknown_frees
+        ),
+        (0, 0, 0, 0),
+        "{c:?}"
+    );
     // One locked look: every sampled allocation minus every credited free, over every
     // bucket and every open cycle, equals the live map's size.
     let (outstanding, live) = prof
@@ -56,8 +70,14 @@ fn eight_threads_at_rate_one_balance_exactly() {
         })
         .unwrap();
     assert_eq!(outstanding, live);
-    assert!(live >= (THREADS * KEPT) as i64, "the kept objects are live: {live}");
+    assert!(
+        live >= (THREADS * KEPT) as i64,
+        "the kept objects are live: {live}"
+    );
     drop(kept);
     let live_after = prof.live_objects() as i64;
-    assert!(live_after <= live - (THREADS * KEPT) as i64, "{live_after} vs {live}");
+    assert!(
+        live_after <= live - (THREADS * KEPT) as i64,
+        "{live_after} vs {live}"
+    );
 }

@@ -7,9 +7,9 @@ use cortex_m as _;
 
 use core::alloc::{GlobalAlloc, Layout};
 
-use sampler_core::{Captured, FramePointerStack, StackRange, StackSource};
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicUsize, Ordering};
+use sampler_core::{Captured, FramePointerStack, StackRange, StackSource};
 
 /// A 16 KiB bump allocator with no panic path (frees are ignored): the smallest
 /// honest inner allocator, so the flash delta measured is the profiler's own.
@@ -23,7 +23,10 @@ unsafe impl Sync for Bump {}
 
 impl Bump {
     pub const fn new() -> Self {
-        Bump { heap: UnsafeCell::new([0; 16 * 1024]), next: AtomicUsize::new(0) }
+        Bump {
+            heap: UnsafeCell::new([0; 16 * 1024]),
+            next: AtomicUsize::new(0),
+        }
     }
 }
 
@@ -64,7 +67,10 @@ impl StackSource for McuStack {
             static _stack_end: u32;
         }
         // Only the symbols' addresses are taken, never their contents.
-        let (lo, hi) = (core::ptr::addr_of!(_stack_end) as usize, core::ptr::addr_of!(_stack_start) as usize);
+        let (lo, hi) = (
+            core::ptr::addr_of!(_stack_end) as usize,
+            core::ptr::addr_of!(_stack_start) as usize,
+        );
         FramePointerStack::new(StackRange::Fixed { lo, hi }).capture(boundary, out)
     }
 }

@@ -24,8 +24,11 @@ pub enum FrameLayout {
 
 impl FrameLayout {
     /// The layout of the target this crate is compiled for.
-    pub const NATIVE: FrameLayout =
-        if cfg!(any(target_arch = "riscv32", target_arch = "riscv64")) { FrameLayout::Below } else { FrameLayout::Above };
+    pub const NATIVE: FrameLayout = if cfg!(any(target_arch = "riscv32", target_arch = "riscv64")) {
+        FrameLayout::Below
+    } else {
+        FrameLayout::Above
+    };
 
     /// (address of the saved fp, address of the return address) for frame pointer `fp`.
     #[inline]
@@ -116,9 +119,9 @@ pub fn walk(
     const W: usize = core::mem::size_of::<usize>();
     let mut len = 0;
     // Even a broken chain ends: fp strictly increases and stays below `hi`.
-    loop {
-        let Some((at_fp, at_ret)) = layout.record(fp) else { break };
-        let in_range = |a: usize| a >= lo && a.checked_add(W).is_some_and(|e| e <= hi) && a % W == 0;
+    while let Some((at_fp, at_ret)) = layout.record(fp) {
+        let in_range =
+            |a: usize| a >= lo && a.checked_add(W).is_some_and(|e| e <= hi) && a % W == 0;
         if !in_range(at_fp) || !in_range(at_ret) {
             break;
         }
@@ -128,13 +131,22 @@ pub fn walk(
             if ret == 0 {
                 break;
             }
-            let ret = if cfg!(target_arch = "arm") { ret & !1 } else { ret };
+            let ret = if cfg!(target_arch = "arm") {
+                ret & !1
+            } else {
+                ret
+            };
             match out.get_mut(len) {
                 Some(slot) => {
                     *slot = ret;
                     len += 1;
                 }
-                None => return Captured { len, truncated: true },
+                None => {
+                    return Captured {
+                        len,
+                        truncated: true,
+                    }
+                }
             }
         }
         if next <= fp {
@@ -142,7 +154,10 @@ pub fn walk(
         }
         fp = next;
     }
-    Captured { len, truncated: false }
+    Captured {
+        len,
+        truncated: false,
+    }
 }
 
 /// The frame-pointer walker as a [`StackSource`].
@@ -164,7 +179,9 @@ impl FramePointerStack {
     /// Walk within the calling thread's stack (Linux hosts).
     #[cfg(all(feature = "std", target_os = "linux"))]
     pub const fn current_thread() -> Self {
-        FramePointerStack { range: StackRange::CurrentThread }
+        FramePointerStack {
+            range: StackRange::CurrentThread,
+        }
     }
 }
 
@@ -199,15 +216,25 @@ fn frame_pointer() -> usize {
 impl StackSource for FramePointerStack {
     #[inline(never)]
     fn capture(&self, boundary: usize, out: &mut [usize]) -> Captured {
-        let Some(range) = self.range.resolve() else { return Captured::default() };
+        let Some(range) = self.range.resolve() else {
+            return Captured::default();
+        };
         let fp = frame_pointer();
         // SAFETY: `walk` only reads word-aligned addresses inside `range`, which the
         // integrator (or the C library) vouches is this thread's mapped stack.
-        walk(fp, boundary, range, FrameLayout::NATIVE, out, |a| unsafe { core::ptr::read_volatile(a as *const usize) })
+        walk(fp, boundary, range, FrameLayout::NATIVE, out, |a| unsafe {
+            core::ptr::read_volatile(a as *const usize)
+        })
     }
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 mod tests {
     use super::*;
     use std::collections::HashMap;
@@ -226,9 +253,18 @@ mod tests {
         mem
     }
 
-    fn run(layout: FrameLayout, mem: &HashMap<usize, usize>, start: usize, boundary: usize, range: (usize, usize), n: usize) -> (Vec<usize>, bool) {
+    fn run(
+        layout: FrameLayout,
+        mem: &HashMap<usize, usize>,
+        start: usize,
+        boundary: usize,
+        range: (usize, usize),
+        n: usize,
+    ) -> (Vec<usize>, bool) {
         let mut out = vec![0; n];
-        let c = walk(start, boundary, range, layout, &mut out, |a| *mem.get(&a).unwrap_or(&0xdead_beef));
+        let c = walk(start, boundary, range, layout, &mut out, |a| {
+            *mem.get(&a).unwrap_or(&0xdead_beef)
+        });
         out.truncate(c.len);
         (out, c.truncated)
     }

@@ -6,7 +6,12 @@
 //! ([`FramePointerStack`]) for x86_64, aarch64, ARM Thumb and RISC-V, a slice source
 //! (`&[usize]`: a stack the caller already has), [`NoStack`], and on hosts with `std`
 //! a DWARF unwinder ([`HostStack`]) that needs no frame pointers.
-#![deny(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+#![deny(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
 
 mod fp;
 #[cfg(all(feature = "std", unix))]
@@ -47,7 +52,10 @@ impl StackSource for [usize] {
         for (o, f) in out.iter_mut().zip(self.iter()) {
             *o = *f;
         }
-        Captured { len, truncated: self.len() > out.len() }
+        Captured {
+            len,
+            truncated: self.len() > out.len(),
+        }
     }
 }
 

@@ -66,11 +66,20 @@ extern "C" fn on_frame(ctx: *mut c_void, arg: *mut c_void) -> c_int {
 impl StackSource for HostStack {
     #[inline(never)]
     fn capture(&self, boundary: usize, out: &mut [usize]) -> Captured {
-        let mut st = State { boundary, above: false, out, len: 0, truncated: false };
+        let mut st = State {
+            boundary,
+            above: false,
+            out,
+            len: 0,
+            truncated: false,
+        };
         // SAFETY: the callback only touches `st` through the pointer it is given.
         unsafe {
             _Unwind_Backtrace(on_frame, core::ptr::addr_of_mut!(st).cast());
         }
-        Captured { len: st.len, truncated: st.truncated }
+        Captured {
+            len: st.len,
+            truncated: st.truncated,
+        }
     }
 }

@@ -22,7 +22,11 @@ fn main() -> ! {
     loop {
         let slot = black_box(0x2000_8000usize + (n % 16) * 32) as *const u8;
         POOL.record_alloc(slot, 32, &McuStack);
-        POOL.record_alloc(slot.wrapping_add(16), 16, &[0x0800_0101usize, 0x0800_0203][..]);
+        POOL.record_alloc(
+            slot.wrapping_add(16),
+            16,
+            &[0x0800_0101usize, 0x0800_0203][..],
+        );
         POOL.record_free(black_box(slot));
         black_box(POOL.counters());
         n = n.wrapping_add(1);
@@ -30,7 +34,11 @@ fn main() -> ! {
             POOL.advance_cycle();
             // SAFETY: the only reference to the buffer, in the only thread.
             let buf = unsafe { &mut *core::ptr::addr_of_mut!(FRAME) };
-            black_box(POOL.write_snapshot_framed(&[], Slice::new(buf)).map(|s| s.len()).unwrap_or(0));
+            black_box(
+                POOL.write_snapshot_framed(&[], Slice::new(buf))
+                    .map(|s| s.len())
+                    .unwrap_or(0),
+            );
         }
     }
 }

@@ -15,7 +15,8 @@ use sampler_core::ProfiledAlloc;
 use sampler_link_test::{Bump, McuStack};
 
 #[global_allocator]
-static HEAP: ProfiledAlloc<Bump, McuStack, 64, 1024, 128, 128, 16> = ProfiledAlloc::off(Bump::new(), McuStack);
+static HEAP: ProfiledAlloc<Bump, McuStack, 64, 1024, 128, 128, 16> =
+    ProfiledAlloc::off(Bump::new(), McuStack);
 
 static mut SNAPSHOT: [u8; 2048] = [0; 2048];
 
@@ -38,7 +39,11 @@ fn main() -> ! {
             HEAP.profiler().advance_cycle();
             // SAFETY: the only reference to the buffer, in the only thread.
             let buf = unsafe { &mut *core::ptr::addr_of_mut!(SNAPSHOT) };
-            let written = HEAP.profiler().write_snapshot_to_slice(&[], buf).map(|s| s.len()).unwrap_or(0);
+            let written = HEAP
+                .profiler()
+                .write_snapshot_to_slice(&[], buf)
+                .map(|s| s.len())
+                .unwrap_or(0);
             black_box(written);
         }
         #[cfg(feature = "inject-panic")]
