@@ -23,6 +23,7 @@ tasks:
   viewer [--dev]                 build the browser viewer into www/pkg
   firmware                       build and run the QEMU firmware, writing snapshots
   bench                          run the criterion benchmarks and print their figures
+  device                         sampler-core device builds, no-panic link test, flash size
   fuzz                           run every cargo-fuzz target briefly (as `test` does)
 ";
 
@@ -38,6 +39,7 @@ fn main() -> ExitCode {
         "viewer" => viewer::run(rest),
         "firmware" => firmware::run(rest),
         "bench" => test::bench(rest),
+        "device" => sampler::device_checks(),
         "fuzz" => fuzz::fuzz_smoke(),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
