@@ -9,7 +9,10 @@ fuzz_target!(|data: &[u8]| {
     let capture = decode_frames(data);
     let mut end = 0;
     for f in &capture.frames {
-        assert!(f.offset >= end && f.offset + f.len <= data.len(), "frames out of order or bounds");
+        assert!(
+            f.offset >= end && f.offset + f.len <= data.len(),
+            "frames out of order or bounds"
+        );
         assert!(f.len > 0);
         end = f.offset + f.len;
         match &f.result {
@@ -22,5 +25,8 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    assert_eq!(capture.bad_count(), capture.frames.iter().filter(|f| f.result.is_err()).count());
+    assert_eq!(
+        capture.bad_count(),
+        capture.frames.iter().filter(|f| f.result.is_err()).count()
+    );
 });

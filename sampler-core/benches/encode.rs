@@ -17,11 +17,15 @@ fn workload() -> Snapshot {
         x ^= x << 17;
         x
     };
-    let outer: Vec<u64> = (0..16).map(|_| 0x0800_0000 + (rnd() % 0x4_0000) & !1).collect();
+    let outer: Vec<u64> = (0..8)
+        .map(|_| (0x0800_0000 + rnd() % 0x4_0000) & !1)
+        .collect();
     let stacks: Vec<Stack> = (0..256)
         .map(|id| {
-            let mut frames: Vec<u64> = (0..8).map(|_| 0x0800_0000 + (rnd() % 0x4_0000) & !1).collect();
-            frames.extend_from_slice(&outer[..8]);
+            let mut frames: Vec<u64> = (0..8)
+                .map(|_| (0x0800_0000 + rnd() % 0x4_0000) & !1)
+                .collect();
+            frames.extend_from_slice(&outer);
             Stack { id, frames }
         })
         .collect();
@@ -33,7 +37,12 @@ fn workload() -> Snapshot {
             Bucket {
                 stack_id: i as u32 / 4,
                 size,
-                active: Cycle { allocs, frees, alloc_bytes: allocs * size, free_bytes: frees * size },
+                active: Cycle {
+                    allocs,
+                    frees,
+                    alloc_bytes: allocs * size,
+                    free_bytes: frees * size,
+                },
             }
         })
         .collect();
@@ -42,7 +51,10 @@ fn workload() -> Snapshot {
         word_size: 4,
         sample_rate: 512 * 1024,
         cycle: 1234,
-        counters: Counters { samples: 250_000, ..Default::default() },
+        counters: Counters {
+            samples: 250_000,
+            ..Default::default()
+        },
         mappings: vec![],
         stacks,
         buckets,
@@ -65,11 +77,22 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("snapshot");
     g.throughput(Throughput::Bytes(bytes.len() as u64));
     g.bench_function(BenchmarkId::new("encode_to_slice", "1024_buckets"), |b| {
-        b.iter(|| encode_to_slice(std::hint::black_box(&s), &mut buf).unwrap().len())
+        b.iter(|| {
+            encode_to_slice(std::hint::black_box(&s), &mut buf)
+                .unwrap()
+                .len()
+        })
     });
-    g.bench_function(BenchmarkId::new("encode_framed_to_slice", "1024_buckets"), |b| {
-        b.iter(|| encode_framed_to_slice(std::hint::black_box(&s), &mut buf).unwrap().len())
-    });
+    g.bench_function(
+        BenchmarkId::new("encode_framed_to_slice", "1024_buckets"),
+        |b| {
+            b.iter(|| {
+                encode_framed_to_slice(std::hint::black_box(&s), &mut buf)
+                    .unwrap()
+                    .len()
+            })
+        },
+    );
     g.bench_function(BenchmarkId::new("decode", "1024_buckets"), |b| {
         b.iter(|| decode(std::hint::black_box(&bytes)).unwrap().buckets.len())
     });

@@ -82,9 +82,10 @@ impl crate::snapshot::SnapshotSource for Snapshot {
     }
 
     fn stacks(&self) -> impl ExactSizeIterator<Item = crate::snapshot::StackRef<'_>> {
-        self.stacks
-            .iter()
-            .map(|s| crate::snapshot::StackRef { id: s.id, frames: crate::snapshot::Frames::U64(&s.frames) })
+        self.stacks.iter().map(|s| crate::snapshot::StackRef {
+            id: s.id,
+            frames: crate::snapshot::Frames::U64(&s.frames),
+        })
     }
 
     fn buckets(&self) -> impl ExactSizeIterator<Item = Bucket> {

@@ -26,10 +26,16 @@ fn every_truncation_is_unexpected_eof() {
     for len in 0..bytes.len() {
         match decode(&bytes[..len]) {
             Err(DecodeError::UnexpectedEof { offset, needed }) => {
-                assert!(offset <= len, "prefix {len}: offset {offset} beyond the input");
+                assert!(
+                    offset <= len,
+                    "prefix {len}: offset {offset} beyond the input"
+                );
                 assert!(needed >= 1, "prefix {len}: needs {needed}");
             }
-            other => panic!("prefix of {len}/{} bytes: expected UnexpectedEof, got {other:?}", bytes.len()),
+            other => panic!(
+                "prefix of {len}/{} bytes: expected UnexpectedEof, got {other:?}",
+                bytes.len()
+            ),
         }
     }
 }
@@ -38,7 +44,13 @@ fn every_truncation_is_unexpected_eof() {
 fn truncation_reports_exactly_what_is_missing_in_the_crc() {
     let bytes = fixture_bytes();
     let n = bytes.len();
-    assert_eq!(decode(&bytes[..n - 3]), Err(DecodeError::UnexpectedEof { offset: n - 4, needed: 3 }));
+    assert_eq!(
+        decode(&bytes[..n - 3]),
+        Err(DecodeError::UnexpectedEof {
+            offset: n - 4,
+            needed: 3
+        })
+    );
 }
 
 #[test]
@@ -84,7 +96,14 @@ fn value_flip_is_bad_crc_with_both_crcs() {
     b[0x0c] ^= 0x01; // samples counter 42 -> 43: same structure, different value
     let n = b.len() - 4;
     let stored = u32::from_le_bytes(bytes[n..].try_into().unwrap());
-    assert_eq!(decode(&b), Err(DecodeError::BadCrc { offset: n, expected: stored, found: crc32(&b[..n]) }));
+    assert_eq!(
+        decode(&b),
+        Err(DecodeError::BadCrc {
+            offset: n,
+            expected: stored,
+            found: crc32(&b[..n])
+        })
+    );
 }
 
 #[test]
@@ -93,21 +112,44 @@ fn other_versions_are_unsupported() {
         let mut b = fixture_bytes();
         b[4..6].copy_from_slice(&v.to_le_bytes());
         let e = decode(&reseal(b)).unwrap_err();
-        assert_eq!(e, DecodeError::UnsupportedVersion { found: v, supported: VERSION });
+        assert_eq!(
+            e,
+            DecodeError::UnsupportedVersion {
+                found: v,
+                supported: VERSION
+            }
+        );
         assert!(e.to_string().contains(&format!("version {v}")), "{e}");
     }
     // Even a truncated snapshot of another version says so (nothing after is read).
     let mut b = fixture_bytes();
     b[4] = 2;
-    assert!(matches!(decode(&b[..7]), Err(DecodeError::UnsupportedVersion { found: 2, .. })));
+    assert!(matches!(
+        decode(&b[..7]),
+        Err(DecodeError::UnsupportedVersion { found: 2, .. })
+    ));
 }
 
 #[test]
 fn other_files_are_bad_magic() {
-    for junk in [&b"\x1f\x8b\x08\x00gzip"[..], b"HSNQ\x01\x00", b"X", b"\x06HSNP\x01"] {
-        assert!(matches!(decode(junk), Err(DecodeError::BadMagic { .. })), "{junk:?}");
+    for junk in [
+        &b"\x1f\x8b\x08\x00gzip"[..],
+        b"HSNQ\x01\x00",
+        b"X",
+        b"\x06HSNP\x01",
+    ] {
+        assert!(
+            matches!(decode(junk), Err(DecodeError::BadMagic { .. })),
+            "{junk:?}"
+        );
     }
-    assert!(matches!(decode(b"HS"), Err(DecodeError::UnexpectedEof { offset: 0, needed: 2 })));
+    assert!(matches!(
+        decode(b"HS"),
+        Err(DecodeError::UnexpectedEof {
+            offset: 0,
+            needed: 2
+        })
+    ));
     let e = decode(b"PK\x03\x04zip").unwrap_err();
     assert!(e.to_string().contains("not a heapsnap snapshot"), "{e}");
 }
@@ -126,7 +168,11 @@ fn trailing_bytes_are_malformed_but_decode_prefix_reads_flash_dumps() {
 /// did allocate, `Vec::with_capacity` of 2^60 stacks would abort this test binary).
 #[test]
 fn hostile_counts_do_not_allocate() {
-    let s = Snapshot { version: 1, word_size: 8, ..Default::default() };
+    let s = Snapshot {
+        version: 1,
+        word_size: 8,
+        ..Default::default()
+    };
     let b = encode_to_vec(&s).unwrap();
     // Layout: magic(4) version(2) word(1) rate(1) cycle(1) 07 + 7 counters, then
     // mapping count at offset 17.
@@ -158,12 +204,20 @@ fn hostile_counts_do_not_allocate() {
 
 #[test]
 fn overlong_varint_is_malformed() {
-    let s = Snapshot { version: 1, word_size: 8, ..Default::default() };
+    let s = Snapshot {
+        version: 1,
+        word_size: 8,
+        ..Default::default()
+    };
     let b = encode_to_vec(&s).unwrap();
     let mut h = b[..7].to_vec(); // up to and including word size
     h.extend_from_slice(&[0x80; 11]); // sample_rate: a varint longer than 10 bytes
     h.extend_from_slice(&b[8..]);
-    assert!(matches!(decode(&h), Err(DecodeError::Malformed { offset: 7, .. })), "{:?}", decode(&h));
+    assert!(
+        matches!(decode(&h), Err(DecodeError::Malformed { offset: 7, .. })),
+        "{:?}",
+        decode(&h)
+    );
 }
 
 /// Checks of meaning, behind a valid CRC (an encoder bug or a hostile file).
@@ -171,18 +225,46 @@ fn overlong_varint_is_malformed() {
 fn semantic_errors_are_malformed_with_offsets() {
     let base = snapshot_common::small();
     let cases: Vec<(Snapshot, &str)> = vec![
-        (Snapshot { word_size: 3, ..base.clone() }, "word size 3"),
         (
-            Snapshot { buckets: vec![Bucket { stack_id: 9, ..base.buckets[0] }], ..base.clone() },
+            Snapshot {
+                word_size: 3,
+                ..base.clone()
+            },
+            "word size 3",
+        ),
+        (
+            Snapshot {
+                buckets: vec![Bucket {
+                    stack_id: 9,
+                    ..base.buckets[0]
+                }],
+                ..base.clone()
+            },
             "stack id 9",
         ),
         (
-            Snapshot { stacks: vec![Stack { id: 0, frames: vec![1 << 32] }], buckets: vec![], ..base.clone() },
+            Snapshot {
+                stacks: vec![Stack {
+                    id: 0,
+                    frames: vec![1 << 32],
+                }],
+                buckets: vec![],
+                ..base.clone()
+            },
             "does not fit the 4-byte word size",
         ),
         (
             Snapshot {
-                stacks: vec![Stack { id: 5, frames: vec![] }, Stack { id: 5, frames: vec![1] }],
+                stacks: vec![
+                    Stack {
+                        id: 5,
+                        frames: vec![],
+                    },
+                    Stack {
+                        id: 5,
+                        frames: vec![1],
+                    },
+                ],
                 buckets: vec![],
                 ..base.clone()
             },
@@ -190,7 +272,11 @@ fn semantic_errors_are_malformed_with_offsets() {
         ),
         (
             Snapshot {
-                mappings: vec![sampler_core::decoded::Mapping { start: 10, end: 5, ..base.mappings[0].clone() }],
+                mappings: vec![sampler_core::decoded::Mapping {
+                    start: 10,
+                    end: 5,
+                    ..base.mappings[0].clone()
+                }],
                 ..base.clone()
             },
             "ends (0x5) before it starts (0xa)",
@@ -210,16 +296,25 @@ fn semantic_errors_are_malformed_with_offsets() {
     // A name that is not UTF-8: patch "fw.elf" in the fixture and reseal.
     let mut b = fixture_bytes();
     b[0x1e] = 0xff;
-    assert!(matches!(decode(&reseal(b)), Err(DecodeError::Malformed { offset: 0x1d, .. })));
+    assert!(matches!(
+        decode(&reseal(b)),
+        Err(DecodeError::Malformed { offset: 0x1d, .. })
+    ));
 }
 
 #[test]
 fn error_texts_say_what_and_where() {
     let b = fixture_bytes();
     let e = decode(&b[..40]).unwrap_err();
-    assert!(e.to_string().contains("truncated") && e.to_string().contains("byte"), "{e}");
+    assert!(
+        e.to_string().contains("truncated") && e.to_string().contains("byte"),
+        "{e}"
+    );
     let mut c = b.clone();
     c[0x0c] ^= 1;
     let e = decode(&c).unwrap_err().to_string();
-    assert!(e.contains("checksum mismatch") && e.contains("byte 82"), "{e}");
+    assert!(
+        e.contains("checksum mismatch") && e.contains("byte 82"),
+        "{e}"
+    );
 }

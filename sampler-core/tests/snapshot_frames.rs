@@ -35,7 +35,11 @@ fn cobs_block_boundaries_match_the_reference() {
             if let Some(z) = zero_at.filter(|&z| z < len) {
                 data[z] = 0;
             }
-            assert_eq!(cobs_stream(&data), cobs_reference(&data), "len {len}, zero at {zero_at:?}");
+            assert_eq!(
+                cobs_stream(&data),
+                cobs_reference(&data),
+                "len {len}, zero at {zero_at:?}"
+            );
         }
     }
 }
@@ -52,7 +56,10 @@ proptest! {
 }
 
 fn numbered(cycle: u64) -> Snapshot {
-    Snapshot { cycle, ..snapshot_common::small() }
+    Snapshot {
+        cycle,
+        ..snapshot_common::small()
+    }
 }
 
 #[test]
@@ -76,19 +83,34 @@ fn capture_with_garbage_and_torn_frames_yields_the_last_good_snapshot() {
     cap.extend_from_slice(&f5[..50]); // capture stopped mid-frame
 
     let c = decode_frames(&cap);
-    let cycles: Vec<Option<u64>> = c.frames.iter().map(|f| f.result.as_ref().ok().map(|s| s.cycle)).collect();
-    assert_eq!(cycles, vec![None, Some(1), None, Some(3), None, None], "{c:#?}");
+    let cycles: Vec<Option<u64>> = c
+        .frames
+        .iter()
+        .map(|f| f.result.as_ref().ok().map(|s| s.cycle))
+        .collect();
+    assert_eq!(
+        cycles,
+        vec![None, Some(1), None, Some(3), None, None],
+        "{c:#?}"
+    );
     assert_eq!(c.last_good(), Some(&numbered(3)));
     assert_eq!(c.bad_count(), 4);
 
     // What each bad frame says, and where it is.
     let banner = &c.frames[0];
     assert_eq!((banner.offset, banner.len), (0, 26)); // the code byte of f1 follows it
-    assert!(matches!(banner.result, Err(DecodeError::BadMagic { .. }) | Err(DecodeError::BadFrame { .. })));
+    assert!(matches!(
+        banner.result,
+        Err(DecodeError::BadMagic { .. }) | Err(DecodeError::BadFrame { .. })
+    ));
     assert_eq!(c.frames[1].offset, 26);
     assert!(c.frames[2].result.is_err());
     assert_eq!(c.frames[2].len, 40);
-    assert!(matches!(c.frames[4].result, Err(DecodeError::BadCrc { .. })), "{:?}", c.frames[4].result);
+    assert!(
+        matches!(c.frames[4].result, Err(DecodeError::BadCrc { .. })),
+        "{:?}",
+        c.frames[4].result
+    );
     match &c.frames[5].result {
         Err(e @ DecodeError::BadFrame { .. }) => assert!(e.to_string().contains("torn"), "{e}"),
         other => panic!("{other:?}"),

@@ -12,7 +12,9 @@ use std::path::PathBuf;
 use sampler_core::snapshot::{decode, decode_frames, encode_framed_to_vec, encode_to_vec, VERSION};
 
 fn golden(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name)
 }
 
 /// Compare with the golden file, or write it under `BLESS=1`.
@@ -81,9 +83,14 @@ fn spec_worked_example_is_the_golden_bytes() {
     let expected = std::fs::read(golden("small.bin")).unwrap();
     for (marker, want) in [
         ("<!-- golden: small.bin -->", expected),
-        ("<!-- golden: small.cobs -->", std::fs::read(golden("small.cobs")).unwrap()),
+        (
+            "<!-- golden: small.cobs -->",
+            std::fs::read(golden("small.cobs")).unwrap(),
+        ),
     ] {
-        let at = spec.find(marker).unwrap_or_else(|| panic!("spec has no `{marker}` block"));
+        let at = spec
+            .find(marker)
+            .unwrap_or_else(|| panic!("spec has no `{marker}` block"));
         let block = &spec[at + marker.len()..];
         let block = &block[block.find("```").unwrap() + 3..];
         let block = &block[block.find('\n').unwrap() + 1..];
@@ -92,11 +99,20 @@ fn spec_worked_example_is_the_golden_bytes() {
         for line in block.lines() {
             // `0000: 48 53 …  ; comment` — hex pairs between the colon and any `;`.
             let line = line.split(';').next().unwrap();
-            let Some((_, hex)) = line.split_once(':') else { continue };
+            let Some((_, hex)) = line.split_once(':') else {
+                continue;
+            };
             for pair in hex.split_whitespace() {
-                bytes.push(u8::from_str_radix(pair, 16).unwrap_or_else(|_| panic!("bad hex `{pair}` in spec")));
+                bytes.push(
+                    u8::from_str_radix(pair, 16)
+                        .unwrap_or_else(|_| panic!("bad hex `{pair}` in spec")),
+                );
             }
         }
-        assert!(bytes == want, "spec example after `{marker}` differs from the golden file:\n{}", hex_dump(&want));
+        assert!(
+            bytes == want,
+            "spec example after `{marker}` differs from the golden file:\n{}",
+            hex_dump(&want)
+        );
     }
 }

@@ -5,7 +5,8 @@ mod snapshot_common;
 
 use proptest::prelude::*;
 use sampler_core::snapshot::{
-    decode, decode_frames, encode_framed_to_slice, encode_to_slice, encode_to_vec, DecodeError, EncodeError,
+    decode, decode_frames, encode_framed_to_slice, encode_to_slice, encode_to_vec, DecodeError,
+    EncodeError,
 };
 
 #[test]
@@ -29,7 +30,11 @@ fn too_small_buffer_is_sink_full_at_every_size() {
     let n = encode_to_vec(&s).unwrap().len();
     for len in 0..n {
         let mut buf = vec![0u8; len];
-        assert_eq!(encode_to_slice(&s, &mut buf).unwrap_err(), EncodeError::SinkFull, "buffer of {len}");
+        assert_eq!(
+            encode_to_slice(&s, &mut buf).unwrap_err(),
+            EncodeError::SinkFull,
+            "buffer of {len}"
+        );
     }
     let mut buf = vec![0u8; n];
     assert_eq!(encode_to_slice(&s, &mut buf).unwrap().len(), n);
@@ -55,7 +60,10 @@ fn lying_source_is_refused() {
     impl ExactSizeIterator for Short {}
     impl SnapshotSource for Liar {
         fn header(&self) -> Header {
-            Header { word_size: 8, ..Default::default() }
+            Header {
+                word_size: 8,
+                ..Default::default()
+            }
         }
         fn mappings(&self) -> impl ExactSizeIterator<Item = MappingRef<'_>> {
             std::iter::empty()
@@ -68,7 +76,14 @@ fn lying_source_is_refused() {
         }
     }
     let e = encode(&Liar, postcard::ser_flavors::ExtendFlavor::new(Vec::new())).unwrap_err();
-    assert_eq!(e, EncodeError::LengthMismatch { section: "buckets", announced: 3, yielded: 2 });
+    assert_eq!(
+        e,
+        EncodeError::LengthMismatch {
+            section: "buckets",
+            announced: 3,
+            yielded: 2
+        }
+    );
 }
 
 /// The device's own word width goes through `Frames::U32`/`Usize` unchanged.
@@ -81,22 +96,40 @@ fn narrow_frame_slices_encode_like_u64() {
     }
     impl SnapshotSource for Device {
         fn header(&self) -> Header {
-            Header { word_size: 4, ..Default::default() }
+            Header {
+                word_size: 4,
+                ..Default::default()
+            }
         }
         fn mappings(&self) -> impl ExactSizeIterator<Item = MappingRef<'_>> {
             std::iter::empty()
         }
         fn stacks(&self) -> impl ExactSizeIterator<Item = StackRef<'_>> {
-            [StackRef { id: 0, frames: Frames::U32(&self.frames) }, StackRef { id: 1, frames: Frames::Usize(&self.words) }]
-                .into_iter()
+            [
+                StackRef {
+                    id: 0,
+                    frames: Frames::U32(&self.frames),
+                },
+                StackRef {
+                    id: 1,
+                    frames: Frames::Usize(&self.words),
+                },
+            ]
+            .into_iter()
         }
         fn buckets(&self) -> impl ExactSizeIterator<Item = Bucket> {
             std::iter::empty()
         }
     }
-    let d = Device { frames: [0x0800_1234, 0x0800_1100, 0x0800_0400], words: [0x2000, 0x1000, 0x3000] };
+    let d = Device {
+        frames: [0x0800_1234, 0x0800_1100, 0x0800_0400],
+        words: [0x2000, 0x1000, 0x3000],
+    };
     let s = decode(&encode_to_vec(&d).unwrap()).unwrap();
-    assert_eq!(s.stacks[0].frames, vec![0x0800_1234, 0x0800_1100, 0x0800_0400]);
+    assert_eq!(
+        s.stacks[0].frames,
+        vec![0x0800_1234, 0x0800_1100, 0x0800_0400]
+    );
     assert_eq!(s.stacks[1].frames, vec![0x2000, 0x1000, 0x3000]);
 }
 

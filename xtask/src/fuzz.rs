@@ -20,7 +20,11 @@ pub fn fuzz_smoke() -> Res {
     let dir = tools::root().join("fuzz");
 
     let list = tools::output(nightly_cargo(&dir).args(["fuzz", "list"]))?;
-    let targets: Vec<&str> = list.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let targets: Vec<&str> = list
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
     if targets.is_empty() {
         return Err("`cargo +nightly fuzz list` found no fuzz targets in fuzz/".into());
     }
@@ -52,7 +56,10 @@ pub fn fuzz_smoke() -> Res {
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(format!("fuzz target(s) crashed: {} (see fuzz/artifacts/)", failed.join(", ")))
+        Err(format!(
+            "fuzz target(s) crashed: {} (see fuzz/artifacts/)",
+            failed.join(", ")
+        ))
     }
 }
 
@@ -60,10 +67,19 @@ pub fn fuzz_smoke() -> Res {
 /// the stable binary itself and does not understand `+nightly`).
 fn nightly_cargo(dir: &Path) -> Command {
     let mut c = Command::new("cargo");
-    c.arg("+nightly").current_dir(dir).env("PATH", tools::path_env());
+    c.arg("+nightly")
+        .current_dir(dir)
+        .env("PATH", tools::path_env());
     // Inherited from the stable `cargo xtask` invocation; they would pin the stable
     // toolchain or move the fuzz build elsewhere.
-    for v in ["CARGO", "RUSTUP_TOOLCHAIN", "RUSTC", "RUSTDOC", "CARGO_TARGET_DIR", "CARGO_BUILD_TARGET_DIR"] {
+    for v in [
+        "CARGO",
+        "RUSTUP_TOOLCHAIN",
+        "RUSTC",
+        "RUSTDOC",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET_DIR",
+    ] {
         c.env_remove(v);
     }
     c
@@ -75,12 +91,22 @@ fn ensure_nightly() -> Res {
     let have = tools::output(Command::new("rustup").args(["toolchain", "list"]))?;
     if !have.lines().any(|l| l.starts_with("nightly")) {
         tools::step("installing the nightly toolchain (for cargo fuzz)");
-        tools::run(Command::new("rustup").args(["toolchain", "install", "nightly", "--profile", "minimal"]))?;
+        tools::run(Command::new("rustup").args([
+            "toolchain",
+            "install",
+            "nightly",
+            "--profile",
+            "minimal",
+        ]))?;
     }
-    let v = tools::output(nightly_cargo(&tools::root()).arg("--version"))
-        .map_err(|e| format!("nightly toolchain unusable ({e}); try `rustup toolchain install nightly`"))?;
+    let v = tools::output(nightly_cargo(&tools::root()).arg("--version")).map_err(|e| {
+        format!("nightly toolchain unusable ({e}); try `rustup toolchain install nightly`")
+    })?;
     if !v.contains("nightly") && !v.contains("-dev") {
-        return Err(format!("`cargo +nightly --version` printed `{}`, not a nightly", v.trim()));
+        return Err(format!(
+            "`cargo +nightly --version` printed `{}`, not a nightly",
+            v.trim()
+        ));
     }
     Ok(())
 }

@@ -24,7 +24,12 @@ pub struct CobsFlavor<F: Flavor> {
 impl<F: Flavor> CobsFlavor<F> {
     /// Start a frame on `sink`.
     pub fn new(sink: F) -> Self {
-        Self { sink, block: [0; BLOCK], len: 0, after_full: false }
+        Self {
+            sink,
+            block: [0; BLOCK],
+            len: 0,
+            after_full: false,
+        }
     }
 
     /// Emit the pending block as `code, data…` (code = data length + 1).

@@ -12,14 +12,6 @@ pub fn crc32(bytes: &[u8]) -> u32 {
     CRC32.checksum(bytes)
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn check_value_matches_the_catalogue() {
-        assert_eq!(super::crc32(b"123456789"), 0xCBF4_3926);
-    }
-}
-
 /// Appends the CRC-32 of everything written through it, computed on the way.
 ///
 /// Same job as postcard's `CrcModifier`, which only implements `try_push` and so runs a
@@ -32,7 +24,10 @@ pub(crate) struct CrcFlavor<F> {
 
 impl<F: postcard::ser_flavors::Flavor> CrcFlavor<F> {
     pub(crate) fn new(sink: F) -> Self {
-        Self { sink, digest: CRC32.digest() }
+        Self {
+            sink,
+            digest: CRC32.digest(),
+        }
     }
 }
 
@@ -52,7 +47,16 @@ impl<F: postcard::ser_flavors::Flavor> postcard::ser_flavors::Flavor for CrcFlav
     }
 
     fn finalize(mut self) -> postcard::Result<F::Output> {
-        self.sink.try_extend(&self.digest.finalize().to_le_bytes())?;
+        self.sink
+            .try_extend(&self.digest.finalize().to_le_bytes())?;
         self.sink.finalize()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn check_value_matches_the_catalogue() {
+        assert_eq!(super::crc32(b"123456789"), 0xCBF4_3926);
     }
 }

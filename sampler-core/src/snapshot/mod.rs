@@ -15,15 +15,17 @@
 
 mod cobs;
 mod crc;
-mod writer;
 #[cfg(feature = "std")]
 mod reader;
+mod writer;
 
 pub use self::cobs::CobsFlavor;
 pub use self::crc::{crc32, CRC32};
-pub use self::writer::{encode, encode_framed, encode_framed_to_slice, encode_to_slice, EncodeError};
 #[cfg(feature = "std")]
 pub use self::reader::{decode, decode_frames, decode_prefix, Capture, DecodeError, Frame};
+pub use self::writer::{
+    encode, encode_framed, encode_framed_to_slice, encode_to_slice, EncodeError,
+};
 #[cfg(feature = "std")]
 pub use self::writer::{encode_framed_to_vec, encode_to_vec};
 

@@ -26,7 +26,11 @@ pub enum DecodeError {
     Malformed { offset: usize, what: String },
     /// The snapshot is complete but its checksum (at `offset`) does not match:
     /// `expected` is the CRC stored in the snapshot, `found` the CRC of the bytes read.
-    BadCrc { offset: usize, expected: u32, found: u32 },
+    BadCrc {
+        offset: usize,
+        expected: u32,
+        found: u32,
+    },
     /// The input does not start with the `HSNP` magic: not a snapshot at all.
     BadMagic { found: Vec<u8> },
     /// Written in a format version this decoder does not read.
@@ -46,7 +50,11 @@ impl fmt::Display for DecodeError {
             DecodeError::Malformed { offset, what } => {
                 write!(f, "snapshot is corrupt at byte {offset}: {what}")
             }
-            DecodeError::BadCrc { offset, expected, found } => write!(
+            DecodeError::BadCrc {
+                offset,
+                expected,
+                found,
+            } => write!(
                 f,
                 "snapshot checksum mismatch (CRC at byte {offset}: stored {expected:#010x}, \
                  computed {found:#010x}): the bytes were damaged in transfer or storage"
@@ -84,7 +92,10 @@ pub fn decode(bytes: &[u8]) -> Result<Snapshot> {
     if used != bytes.len() {
         return Err(DecodeError::Malformed {
             offset: used,
-            what: format!("{} unexpected byte(s) after the snapshot's CRC", bytes.len() - used),
+            what: format!(
+                "{} unexpected byte(s) after the snapshot's CRC",
+                bytes.len() - used
+            ),
         });
     }
     Ok(snap)
@@ -97,22 +108,33 @@ pub fn decode(bytes: &[u8]) -> Result<Snapshot> {
 /// the meaning (word size, stack ids, UTF-8 names), so corruption is reported as a CRC
 /// mismatch rather than as a puzzling semantic error.
 pub fn decode_prefix(bytes: &[u8]) -> Result<(Snapshot, usize)> {
-    let mut r = Reader { buf: bytes, pos: 0, problem: None };
+    let mut r = Reader {
+        buf: bytes,
+        pos: 0,
+        problem: None,
+    };
 
     let magic = r.take(MAGIC.len()).map_err(|e| {
         if MAGIC.starts_with(bytes) {
             e
         } else {
-            DecodeError::BadMagic { found: bytes.to_vec() }
+            DecodeError::BadMagic {
+                found: bytes.to_vec(),
+            }
         }
     })?;
     if magic != MAGIC {
-        return Err(DecodeError::BadMagic { found: magic.to_vec() });
+        return Err(DecodeError::BadMagic {
+            found: magic.to_vec(),
+        });
     }
     let v = r.take(2)?;
     let version = u16::from_le_bytes([v[0], v[1]]);
     if version != VERSION {
-        return Err(DecodeError::UnsupportedVersion { found: version, supported: VERSION });
+        return Err(DecodeError::UnsupportedVersion {
+            found: version,
+            supported: VERSION,
+        });
     }
 
     let at = r.pos;
@@ -126,7 +148,10 @@ pub fn decode_prefix(bytes: &[u8]) -> Result<(Snapshot, usize)> {
     let at = r.pos;
     let n = r.count(1)?;
     if n < COUNTERS_V1 {
-        r.defer(at, format!("{n} counters (version 1 has at least {COUNTERS_V1})"));
+        r.defer(
+            at,
+            format!("{n} counters (version 1 has at least {COUNTERS_V1})"),
+        );
     }
     let mut c = [0u64; COUNTERS_V1];
     for i in 0..n {
@@ -154,7 +179,10 @@ pub fn decode_prefix(bytes: &[u8]) -> Result<(Snapshot, usize)> {
         let end = r.varint()?;
         let offset = r.varint()?;
         if end < start {
-            r.defer(at, format!("mapping ends ({end:#x}) before it starts ({start:#x})"));
+            r.defer(
+                at,
+                format!("mapping ends ({end:#x}) before it starts ({start:#x})"),
+            );
         }
         let name_at = r.pos;
         let name = r.bytes()?;
@@ -166,10 +194,20 @@ pub fn decode_prefix(bytes: &[u8]) -> Result<(Snapshot, usize)> {
             }
         };
         let build_id = r.bytes()?.to_vec();
-        mappings.push(Mapping { start, end, offset, name, build_id });
+        mappings.push(Mapping {
+            start,
+            end,
+            offset,
+            name,
+            build_id,
+        });
     }
 
-    let word_max = if word_size >= 8 { u64::MAX } else { (1u64 << (8 * u32::from(word_size))) - 1 };
+    let word_max = if word_size >= 8 {
+        u64::MAX
+    } else {
+        (1u64 << (8 * u32::from(word_size))) - 1
+    };
     let n = r.count(MIN_STACK)?;
     let mut stacks = Vec::with_capacity(n);
     let mut ids = HashSet::with_capacity(n);
@@ -184,9 +222,16 @@ pub fn decode_prefix(bytes: &[u8]) -> Result<(Snapshot, usize)> {
         let mut prev = 0u64;
         for i in 0..nframes {
             let at = r.pos;
-            let f = if i == 0 { r.varint()? } else { prev.wrapping_add(r.varint_i64()? as u64) };
+            let f = if i == 0 {
+                r.varint()?
+            } else {
+                prev.wrapping_add(r.varint_i64()? as u64)
+            };
             if f > word_max {
-                r.defer(at, format!("frame {f:#x} does not fit the {word_size}-byte word size"));
+                r.defer(
+                    at,
+                    format!("frame {f:#x} does not fit the {word_size}-byte word size"),
+                );
             }
             frames.push(f);
             prev = f;
@@ -200,7 +245,10 @@ pub fn decode_prefix(bytes: &[u8]) -> Result<(Snapshot, usize)> {
         let at = r.pos;
         let stack_id = r.varint_u32()?;
         if !ids.contains(&stack_id) {
-            r.defer(at, format!("bucket refers to stack id {stack_id}, which is not in the snapshot"));
+            r.defer(
+                at,
+                format!("bucket refers to stack id {stack_id}, which is not in the snapshot"),
+            );
         }
         let size = r.varint()?;
         let active = crate::Cycle {
@@ -209,7 +257,11 @@ pub fn decode_prefix(bytes: &[u8]) -> Result<(Snapshot, usize)> {
             alloc_bytes: r.varint()?,
             free_bytes: r.varint()?,
         };
-        buckets.push(Bucket { stack_id, size, active });
+        buckets.push(Bucket {
+            stack_id,
+            size,
+            active,
+        });
     }
 
     let crc_at = r.pos;
@@ -217,12 +269,25 @@ pub fn decode_prefix(bytes: &[u8]) -> Result<(Snapshot, usize)> {
     let expected = u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]]);
     let found = crc32(&bytes[..crc_at]);
     if expected != found {
-        return Err(DecodeError::BadCrc { offset: crc_at, expected, found });
+        return Err(DecodeError::BadCrc {
+            offset: crc_at,
+            expected,
+            found,
+        });
     }
     if let Some((offset, what)) = r.problem {
         return Err(DecodeError::Malformed { offset, what });
     }
-    let snap = Snapshot { version, word_size, sample_rate, cycle, counters, mappings, stacks, buckets };
+    let snap = Snapshot {
+        version,
+        word_size,
+        sample_rate,
+        cycle,
+        counters,
+        mappings,
+        stacks,
+        buckets,
+    };
     Ok((snap, r.pos))
 }
 
@@ -246,7 +311,10 @@ impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         let rest = &self.buf[self.pos..];
         if rest.len() < n {
-            return Err(DecodeError::UnexpectedEof { offset: self.pos, needed: n - rest.len() });
+            return Err(DecodeError::UnexpectedEof {
+                offset: self.pos,
+                needed: n - rest.len(),
+            });
         }
         self.pos += n;
         Ok(&rest[..n])
@@ -260,10 +328,14 @@ impl<'a> Reader<'a> {
                 self.pos += rest.len() - tail.len();
                 Ok(v)
             }
-            Err(postcard::Error::DeserializeUnexpectedEnd) => {
-                Err(DecodeError::UnexpectedEof { offset: self.pos, needed: 1 })
-            }
-            Err(_) => Err(DecodeError::Malformed { offset: self.pos, what: format!("invalid varint ({what})") }),
+            Err(postcard::Error::DeserializeUnexpectedEnd) => Err(DecodeError::UnexpectedEof {
+                offset: self.pos,
+                needed: 1,
+            }),
+            Err(_) => Err(DecodeError::Malformed {
+                offset: self.pos,
+                what: format!("invalid varint ({what})"),
+            }),
         }
     }
 
@@ -321,7 +393,10 @@ impl Capture {
     /// The most recent snapshot that decoded with a valid CRC: on a serial link the
     /// last good one is the one to show.
     pub fn last_good(&self) -> Option<&Snapshot> {
-        self.frames.iter().rev().find_map(|f| f.result.as_ref().ok())
+        self.frames
+            .iter()
+            .rev()
+            .find_map(|f| f.result.as_ref().ok())
     }
 
     /// Frames that were not valid snapshots (garbage, torn, corrupt).
@@ -365,16 +440,28 @@ fn split_chunk(mut chunk: &[u8], mut offset: usize, terminated: bool, out: &mut 
         let next = if result.is_ok() {
             None
         } else {
-            chunk.windows(MAGIC.len()).skip(2).position(|w| w == MAGIC).map(|p| p + 1)
+            chunk
+                .windows(MAGIC.len())
+                .skip(2)
+                .position(|w| w == MAGIC)
+                .map(|p| p + 1)
         };
         match next {
             None => {
-                out.push(Frame { offset, len: chunk.len(), result });
+                out.push(Frame {
+                    offset,
+                    len: chunk.len(),
+                    result,
+                });
                 return;
             }
             Some(split) => {
                 let head = &chunk[..split];
-                out.push(Frame { offset, len: split, result: decode_cobs(head, true) });
+                out.push(Frame {
+                    offset,
+                    len: split,
+                    result: decode_cobs(head, true),
+                });
                 chunk = &chunk[split..];
                 offset += split;
             }
@@ -385,12 +472,16 @@ fn split_chunk(mut chunk: &[u8], mut offset: usize, terminated: bool, out: &mut 
 fn decode_cobs(encoded: &[u8], terminated: bool) -> Result<Snapshot> {
     if !terminated {
         return Err(DecodeError::BadFrame {
-            what: format!("{} byte(s) at the end of the capture without a 0x00 delimiter (torn frame)", encoded.len()),
+            what: format!(
+                "{} byte(s) at the end of the capture without a 0x00 delimiter (torn frame)",
+                encoded.len()
+            ),
         });
     }
     let mut raw = vec![0u8; encoded.len()];
-    let n = cobs::decode(encoded, &mut raw)
-        .map_err(|e| DecodeError::BadFrame { what: format!("invalid COBS encoding ({e:?})") })?;
+    let n = cobs::decode(encoded, &mut raw).map_err(|e| DecodeError::BadFrame {
+        what: format!("invalid COBS encoding ({e:?})"),
+    })?;
     raw.truncate(n);
     decode(&raw)
 }

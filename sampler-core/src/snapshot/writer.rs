@@ -31,9 +31,15 @@ pub enum EncodeError {
 impl fmt::Display for EncodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            EncodeError::SinkFull => f.write_str("snapshot sink is full (buffer too small for the snapshot)"),
+            EncodeError::SinkFull => {
+                f.write_str("snapshot sink is full (buffer too small for the snapshot)")
+            }
             EncodeError::SinkFailed => f.write_str("snapshot sink failed to write"),
-            EncodeError::LengthMismatch { section, announced, yielded } => write!(
+            EncodeError::LengthMismatch {
+                section,
+                announced,
+                yielded,
+            } => write!(
                 f,
                 "snapshot source announced {announced} {section} but yielded {yielded} \
                  (tables changed while encoding?)"
@@ -63,7 +69,9 @@ where
     S: SnapshotSource + ?Sized,
     F: Flavor,
 {
-    let mut w = postcard::Serializer { output: CrcFlavor::new(sink) };
+    let mut w = postcard::Serializer {
+        output: CrcFlavor::new(sink),
+    };
     let out = &mut w;
 
     out.output.try_extend(&MAGIC)?;
@@ -163,7 +171,11 @@ fn check(section: &'static str, announced: usize, yielded: usize) -> Result<(), 
     if announced == yielded {
         Ok(())
     } else {
-        Err(EncodeError::LengthMismatch { section, announced, yielded })
+        Err(EncodeError::LengthMismatch {
+            section,
+            announced,
+            yielded,
+        })
     }
 }
 
@@ -186,7 +198,10 @@ where
 }
 
 /// [`encode_framed`] into a caller's buffer; returns the written prefix.
-pub fn encode_framed_to_slice<'a, S>(src: &S, buf: &'a mut [u8]) -> Result<&'a mut [u8], EncodeError>
+pub fn encode_framed_to_slice<'a, S>(
+    src: &S,
+    buf: &'a mut [u8],
+) -> Result<&'a mut [u8], EncodeError>
 where
     S: SnapshotSource + ?Sized,
 {

@@ -30,16 +30,45 @@ pub fn small() -> Snapshot {
             build_id: vec![0xde, 0xad, 0xbe, 0xef],
         }],
         stacks: vec![
-            Stack { id: 0, frames: vec![0x0800_1234, 0x0800_1100, 0x0800_0400] },
-            Stack { id: 1, frames: vec![0x0800_2000, 0x0800_0400] },
+            Stack {
+                id: 0,
+                frames: vec![0x0800_1234, 0x0800_1100, 0x0800_0400],
+            },
+            Stack {
+                id: 1,
+                frames: vec![0x0800_2000, 0x0800_0400],
+            },
         ],
         buckets: vec![
-            Bucket { stack_id: 0, size: 16, active: Cycle { allocs: 3, frees: 1, alloc_bytes: 48, free_bytes: 16 } },
-            Bucket { stack_id: 0, size: 64, active: Cycle { allocs: 1, frees: 0, alloc_bytes: 64, free_bytes: 0 } },
+            Bucket {
+                stack_id: 0,
+                size: 16,
+                active: Cycle {
+                    allocs: 3,
+                    frees: 1,
+                    alloc_bytes: 48,
+                    free_bytes: 16,
+                },
+            },
+            Bucket {
+                stack_id: 0,
+                size: 64,
+                active: Cycle {
+                    allocs: 1,
+                    frees: 0,
+                    alloc_bytes: 64,
+                    free_bytes: 0,
+                },
+            },
             Bucket {
                 stack_id: 1,
                 size: 1024,
-                active: Cycle { allocs: 2, frees: 2, alloc_bytes: 2048, free_bytes: 2048 },
+                active: Cycle {
+                    allocs: 2,
+                    frees: 2,
+                    alloc_bytes: 2048,
+                    free_bytes: 2048,
+                },
             },
         ],
     }

@@ -18,9 +18,20 @@ fn counters() -> impl Strategy<Value = Counters> {
 }
 
 fn mapping() -> impl Strategy<Value = Mapping> {
-    (any::<u64>(), any::<u64>(), any::<u64>(), ".{0,12}", vec(any::<u8>(), 0..21)).prop_map(
-        |(a, b, offset, name, build_id)| Mapping { start: a.min(b), end: a.max(b), offset, name, build_id },
+    (
+        any::<u64>(),
+        any::<u64>(),
+        any::<u64>(),
+        ".{0,12}",
+        vec(any::<u8>(), 0..21),
     )
+        .prop_map(|(a, b, offset, name, build_id)| Mapping {
+            start: a.min(b),
+            end: a.max(b),
+            offset,
+            name,
+            build_id,
+        })
 }
 
 /// Frames near a base (as return addresses are) or anywhere in the word.
@@ -37,7 +48,11 @@ fn frames(word_max: u64) -> impl Strategy<Value = Vec<u64>> {
 
 pub fn snapshot() -> impl Strategy<Value = Snapshot> {
     prop_oneof![Just(4u8), Just(8u8), Just(2u8)].prop_flat_map(|word_size| {
-        let word_max = if word_size == 8 { u64::MAX } else { (1u64 << (8 * word_size)) - 1 };
+        let word_max = if word_size == 8 {
+            u64::MAX
+        } else {
+            (1u64 << (8 * word_size)) - 1
+        };
         (
             any::<u64>(),
             any::<u64>(),
@@ -45,25 +60,51 @@ pub fn snapshot() -> impl Strategy<Value = Snapshot> {
             vec(mapping(), 0..3),
             btree_set(any::<u32>(), 0..12),
             vec(frames(word_max), 12),
-            vec((any::<prop::sample::Index>(), any::<u64>(), proptest::array::uniform4(any::<u64>())), 0..30),
+            vec(
+                (
+                    any::<prop::sample::Index>(),
+                    any::<u64>(),
+                    proptest::array::uniform4(any::<u64>()),
+                ),
+                0..30,
+            ),
         )
-            .prop_map(move |(sample_rate, cycle, counters, mappings, ids, frames, buckets)| {
-                let ids: Vec<u32> = ids.into_iter().collect();
-                let stacks: Vec<Stack> =
-                    ids.iter().zip(frames).map(|(&id, frames)| Stack { id, frames }).collect();
-                let buckets = if ids.is_empty() {
-                    vec![]
-                } else {
-                    buckets
-                        .into_iter()
-                        .map(|(i, size, c)| Bucket {
-                            stack_id: ids[i.index(ids.len())],
-                            size,
-                            active: Cycle { allocs: c[0], frees: c[1], alloc_bytes: c[2], free_bytes: c[3] },
-                        })
-                        .collect()
-                };
-                Snapshot { version: 1, word_size, sample_rate, cycle, counters, mappings, stacks, buckets }
-            })
+            .prop_map(
+                move |(sample_rate, cycle, counters, mappings, ids, frames, buckets)| {
+                    let ids: Vec<u32> = ids.into_iter().collect();
+                    let stacks: Vec<Stack> = ids
+                        .iter()
+                        .zip(frames)
+                        .map(|(&id, frames)| Stack { id, frames })
+                        .collect();
+                    let buckets = if ids.is_empty() {
+                        vec![]
+                    } else {
+                        buckets
+                            .into_iter()
+                            .map(|(i, size, c)| Bucket {
+                                stack_id: ids[i.index(ids.len())],
+                                size,
+                                active: Cycle {
+                                    allocs: c[0],
+                                    frees: c[1],
+                                    alloc_bytes: c[2],
+                                    free_bytes: c[3],
+                                },
+                            })
+                            .collect()
+                    };
+                    Snapshot {
+                        version: 1,
+                        word_size,
+                        sample_rate,
+                        cycle,
+                        counters,
+                        mappings,
+                        stacks,
+                        buckets,
+                    }
+                },
+            )
     })
 }
