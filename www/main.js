@@ -2,7 +2,10 @@
 // the Content-Security-Policy can forbid inline scripts.
 import init from './pkg/viewer.js';
 
-init().catch((e) => {
+init().then((wasm) => {
+  // The wasm exports (its memory size is read by the benchmark).
+  window.__heapsnapWasm = wasm;
+}).catch((e) => {
   const app = document.getElementById('app');
   const div = document.createElement('div');
   div.className = 'error';

@@ -218,8 +218,8 @@ pub fn app() -> Html {
                     {"Compare with base…"}
                     <input type="file" data-testid="base-input" onchange={picker(Slot::Base)} />
                 </label>
-                {for base_chip}
-                <div class="controls">{for toolbar_controls}</div>
+                {base_chip.unwrap_or_default()}
+                <div class="controls">{toolbar_controls.unwrap_or_default()}</div>
             </header>
             if derived.is_some() {
                 <nav class="tabs" role="tablist">
@@ -229,10 +229,10 @@ pub fn app() -> Html {
                     {status}
                 </nav>
             }
-            {for error}
-            {for filter_error}
-            {for comments}
-            {for loading}
+            {error.unwrap_or_default()}
+            {filter_error.unwrap_or_default()}
+            {comments.unwrap_or_default()}
+            {loading.unwrap_or_default()}
             <main>{main}</main>
             <div class="drop-overlay"><div>{"Drop to open · on “Compare with base” to diff"}</div></div>
         </div>

@@ -182,7 +182,7 @@ pub fn flame_graph(p: &Props) -> Html {
             {crumbs}
             <div class="flame-box">
                 <canvas ref={canvas} data-testid="flame-graph" {onmousemove} {onmouseleave} {onclick} {ondblclick}></canvas>
-                {for tooltip}
+                {tooltip.unwrap_or_default()}
             </div>
         </section>
     }
@@ -292,6 +292,9 @@ fn fit(name: &str, room: usize) -> String {
 /// in a diff, red for growth and blue for shrinkage by the net share; search matches
 /// in violet and the rest greyed.
 fn color(name: &str, n: &host_cli::analysis::FlameNode, diff: bool, matched: Option<bool>) -> String {
+    if n.name == u32::MAX {
+        return "hsl(30, 22%, 84%)".into(); // the root: neutral
+    }
     let h = name.bytes().fold(2166136261u32, |h, b| (h ^ b as u32).wrapping_mul(16777619));
     if matched == Some(true) {
         return format!("hsl(280, 62%, {}%)", 70 + (h % 8));

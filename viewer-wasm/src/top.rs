@@ -99,7 +99,7 @@ pub fn top_table(p: &Props) -> Html {
                 </tr></thead>
                 <tbody>{ for body }</tbody>
             </table>
-            {for more}
+            {more.unwrap_or_default()}
         </section>
     }
 }
@@ -107,5 +107,5 @@ pub fn top_table(p: &Props) -> Html {
 /// A float as JavaScript prints it (shortest round-trip), without Rust's float
 /// formatting code in the bundle.
 fn raw(v: f64) -> String {
-    String::from(js_sys::Number::from(v).to_string(10).unwrap_or_else(|_| "NaN".into()))
+    String::from(js_sys::Number::from(v).to_string_with_radix(10).unwrap_or_else(|_| "NaN".into()))
 }

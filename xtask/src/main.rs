@@ -21,6 +21,7 @@ tasks:
   demo [--no-serve] [--port N]   build, profile firmware in QEMU, convert, serve the viewer
   test                           run every test (what CI runs)
   viewer [--dev]                 build the browser viewer into www/pkg
+  bench-viewer                   time file → first flame paint and memory in headless Chromium
   firmware                       build and run the QEMU firmware, writing snapshots
   bench                          run the criterion benchmarks and print their figures
   device                         sampler-core device builds, no-panic link test, flash size
@@ -37,6 +38,7 @@ fn main() -> ExitCode {
         "demo" => demo::run(rest),
         "test" => test::run(rest),
         "viewer" => viewer::run(rest),
+        "bench-viewer" => viewer::bench(rest),
         "firmware" => firmware::run(rest),
         "bench" => test::bench(rest),
         "device" => sampler::device_checks(),

@@ -48,7 +48,9 @@ pub fn run(args: &[String]) -> Res {
     };
 
     go("sampler-core device builds, link test and flash size", &crate::sampler::device_checks);
-    go("viewer bundle (release, wasm-opt)", &|| crate::viewer::build(true).map(|_| ()));
+    go("viewer bundle (release, wasm-opt)", &|| {
+        crate::viewer::build(true).and_then(|_| crate::viewer::ensure_browser_tools()).map(|_| ())
+    });
     go("firmware in QEMU", &|| crate::firmware::build_and_run().map(|_| ()));
     go("cargo test --workspace", &cargo_tests);
     go("fuzz targets (bounded)", &crate::fuzz::fuzz_smoke);
@@ -86,6 +88,7 @@ pub fn set_artifact_env(c: &mut Command) {
     let root = tools::root();
     c.env("PATH", tools::path_env())
         .env("HEAPSNAP_WWW", root.join("www"))
+        .env("HEAPSNAP_NODE_MODULES", tools::tools_dir().join("node_modules"))
         .env("HEAPSNAP_FIRMWARE_OUT", crate::firmware::out_dir());
 }
 

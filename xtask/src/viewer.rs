@@ -13,6 +13,9 @@ const BUDGET_GZ: u64 = 120 * 1024;
 /// npm package that provides a `wasm-opt` able to parse current wasm-bindgen output.
 const BINARYEN: &str = "binaryen@132";
 
+/// npm package that drives Debian's Chromium in the browser tests and the benchmark.
+const PLAYWRIGHT: &str = "playwright-core@1.65.1";
+
 pub fn run(args: &[String]) -> Res {
     let dev = match args.first().map(String::as_str) {
         None => false,
@@ -73,6 +76,35 @@ pub fn build(release: bool) -> Res<PathBuf> {
     }
     report(&pkg, release)?;
     Ok(www)
+}
+
+/// What the viewer's browser tests need besides the bundle: Chromium (Debian) and
+/// playwright-core (npm, into `.tools/node_modules`, which is returned).
+pub fn ensure_browser_tools() -> Res<PathBuf> {
+    tools::ensure_apt(&[("chromium", "chromium")])?;
+    tools::ensure_npm("playwright-core", PLAYWRIGHT)?;
+    Ok(tools::tools_dir().join("node_modules"))
+}
+
+/// `cargo xtask bench-viewer`: builds the release bundle, generates a heap profile of
+/// 500k samples over 50k distinct stacks (> 50 MB raw) and prints, for the raw and the
+/// gzipped file, the time from file selection to the first flame-graph paint and the
+/// page's memory against their targets (≤ 1 s, ≤ 5× the file size).
+pub fn bench(args: &[String]) -> Res {
+    if let Some(a) = args.first() {
+        return Err(format!("`bench-viewer` takes no arguments (got `{a}`)"));
+    }
+    let www = build(true)?;
+    let modules = ensure_browser_tools()?;
+    let out = tools::root().join("target/bench-viewer");
+    step("viewer benchmark in headless Chromium");
+    tools::run(
+        Command::new("node")
+            .arg(tools::root().join("tests/browser/bench_viewer.mjs"))
+            .arg(&www)
+            .arg(&out)
+            .env("HEAPSNAP_NODE_MODULES", modules),
+    )
 }
 
 /// Prints the bundle files with raw and gzipped sizes; in release, against the budget.

@@ -1,0 +1,84 @@
+// Viewer benchmark: time from file selection to the first flame-graph paint, and
+// memory, in headless Chromium, for a generated heap profile of >= 500k samples over
+// >= 50k distinct stacks (>= 50 MB uncompressed), raw and gzipped. Run by
+// `cargo xtask bench-viewer`. Usage: node bench_viewer.mjs WWW OUT_DIR
+// The app sets performance marks heapsnap:file-selected (in the input's change
+// handler), heapsnap:decoded and heapsnap:flame-painted (after the canvas is drawn).
+import fs from 'node:fs';
+import path from 'node:path';
+import { serve, launch, waitMark } from './lib.mjs';
+import { generate } from './gen_profile.mjs';
+
+const [www, outDir] = process.argv.slice(2);
+fs.mkdirSync(outDir, { recursive: true });
+const rawPath = path.join(outDir, 'bench.pb');
+const gzPath = path.join(outDir, 'bench.pb.gz');
+if (!fs.existsSync(rawPath) || !fs.existsSync(gzPath)) {
+  const t = Date.now();
+  const g = generate();
+  fs.writeFileSync(rawPath, g.raw);
+  fs.writeFileSync(gzPath, g.gz);
+  console.log(`generated ${g.samples} samples over ${g.stacks} distinct stacks in ${Date.now() - t} ms`);
+}
+const MB = (b) => (b / 1e6).toFixed(1) + ' MB';
+const server = await serve(www);
+const browser = await launch(['--enable-precise-memory-info', '--js-flags=--expose-gc']);
+const RUNS = Number(process.env.BENCH_RUNS || 3);
+let failed = false;
+try {
+  for (const file of [rawPath, gzPath]) {
+    const size = fs.statSync(file).size;
+    const runs = [];
+    for (let r = 0; r < RUNS; r++) {
+      const page = await browser.newPage({ viewport: { width: 1360, height: 860 } });
+      const cdp = await page.context().newCDPSession(page);
+      await page.goto(`${server.url}/index.html`);
+      await page.waitForFunction(() => window.__heapsnapWasm);
+      let peakUsed = 0, peakAll = 0;
+      const poll = async () => {
+        const h = await cdp.send('Runtime.getHeapUsage');
+        peakUsed = Math.max(peakUsed, h.usedSize);
+        peakAll = Math.max(peakAll, h.usedSize + (h.embedderHeapUsedSize || 0) + (h.backingStorageSize || 0));
+      };
+      await poll();
+      let polling = true;
+      const poller = (async () => { while (polling) { await poll().catch(() => {}); await new Promise((r) => setTimeout(r, 10)); } })();
+      const t0 = Date.now();
+      await page.setInputFiles('[data-testid=file-input]', file);
+      await waitMark(page, 'flame-painted', 1, 120000);
+      const wall = Date.now() - t0;
+      polling = false;
+      await poller;
+      await poll();
+      const m = await page.evaluate(() => {
+        const t = (n) => performance.getEntriesByName(`heapsnap:${n}`)[0]?.startTime;
+        return {
+          selectToPaint: t('flame-painted') - t('file-selected'),
+          selectToDecoded: t('decoded') - t('file-selected'),
+          wasmMemory: window.__heapsnapWasm.memory.buffer.byteLength,
+          jsHeap: performance.memory ? performance.memory.usedJSHeapSize : 0,
+          painted: (() => { const c = document.querySelector('[data-testid=flame-graph]'); const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; })(),
+        };
+      });
+      runs.push({ ...m, wall, peakUsed, peakAll });
+      await page.close();
+    }
+    runs.sort((a, b) => a.selectToPaint - b.selectToPaint);
+    const med = runs[Math.floor(runs.length / 2)];
+    const peakMem = Math.max(...runs.map((r) => r.peakAll));
+    const peakJs = Math.max(...runs.map((r) => r.peakUsed));
+    const wasmMem = Math.max(...runs.map((r) => r.wasmMemory));
+    console.log(`\n${path.basename(file)}: ${MB(size)} (${RUNS} runs, median shown)`);
+    console.log(`  select → decoded          ${med.selectToDecoded.toFixed(0)} ms`);
+    console.log(`  select → first flame paint ${med.selectToPaint.toFixed(0)} ms   (target ≤ 1000 ms: ${med.selectToPaint <= 1000 ? 'ok' : 'OVER'}; all runs: ${runs.map((r) => r.selectToPaint.toFixed(0)).join(', ')} ms; wall incl. input ${med.wall} ms)`);
+    console.log(`  peak JS heap (V8 used)     ${MB(peakJs)} = ${(peakJs / size).toFixed(2)}× file`);
+    console.log(`  wasm linear memory (peak)  ${MB(wasmMem)} = ${(wasmMem / size).toFixed(2)}× file`);
+    console.log(`  peak heap + ArrayBuffers   ${MB(peakMem)} = ${(peakMem / size).toFixed(2)}× file (target ≤ 5×: ${peakMem <= 5 * size ? 'ok' : 'OVER'})`);
+    console.log(`  flame pixels painted       ${med.painted}`);
+    if (med.painted < 1000) failed = true;
+  }
+} finally {
+  await browser.close();
+  server.close();
+}
+if (failed) { console.error('the flame graph did not paint'); process.exit(1); }
