@@ -178,9 +178,7 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
 
     #[inline(always)]
     fn slot(&self, i: usize) -> Option<&AtomicU8> {
-        self.filter
-            .get(i / FILTER_WAYS)
-            .and_then(|w| w.get(i % FILTER_WAYS))
+        self.filter.as_flattened().get(i)
     }
 
     #[inline(always)]
