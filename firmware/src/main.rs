@@ -23,7 +23,7 @@ use core::mem::MaybeUninit;
 use cortex_m_rt::{entry, exception, ExceptionFrame};
 use cortex_m_semihosting::{debug, hprintln};
 use embedded_alloc::LlffHeap;
-use sampler_core::{FramePointerStack, ProfiledAlloc, StackRange};
+use sampler_core::{Captured, FramePointerStack, ProfiledAlloc, StackRange, StackSource};
 
 /// Heap bytes (of the LM3S6965's 64 KiB SRAM).
 const HEAP_BYTES: usize = 16 * 1024;
@@ -49,21 +49,28 @@ const BUCKETS: usize = 256;
 const LIVE: usize = 256;
 const DEPTH: usize = 16;
 
-/// The walker reads only SRAM, so a corrupt frame chain cannot fault (see `memory.x`).
-const SRAM: StackRange = StackRange::Fixed {
-    lo: 0x2000_0000,
-    hi: 0x2001_0000,
-};
+/// Frame-pointer stacks, read only inside SRAM (see `memory.x`), so a corrupt frame
+/// chain cannot fault. A zero-sized type: the range lives in code, not in the static,
+/// which stays all-zero (in .bss).
+struct SramStack;
+
+impl StackSource for SramStack {
+    fn capture(&self, boundary: usize, out: &mut [usize]) -> Captured {
+        const SRAM: StackRange = StackRange::Fixed {
+            lo: 0x2000_0000,
+            hi: 0x2001_0000,
+        };
+        FramePointerStack::new(SRAM).capture(boundary, out)
+    }
+}
 
 static mut HEAP_MEM: [MaybeUninit<u8>; HEAP_BYTES] = [MaybeUninit::uninit(); HEAP_BYTES];
 
+/// Profiled from the first allocation on. `off()` keeps the static all-zero, so its
+/// 17 KiB of tables land in .bss and cost no flash; `start()` at boot sets rate and seed.
 #[global_allocator]
-static HEAP: ProfiledAlloc<LlffHeap, FramePointerStack, STACKS, FRAMES, BUCKETS, LIVE, DEPTH> = ProfiledAlloc::new(
-    LlffHeap::empty(),
-    FramePointerStack::new(SRAM),
-    SAMPLE_RATE,
-    SAMPLER_SEED,
-);
+static HEAP: ProfiledAlloc<LlffHeap, SramStack, STACKS, FRAMES, BUCKETS, LIVE, DEPTH> =
+    ProfiledAlloc::off(LlffHeap::empty(), SramStack);
 
 #[entry]
 fn main() -> ! {
@@ -73,6 +80,7 @@ fn main() -> ! {
             .init(core::ptr::addr_of_mut!(HEAP_MEM) as usize, HEAP_BYTES)
     }
     let profiler = HEAP.profiler();
+    profiler.start(SAMPLE_RATE, SAMPLER_SEED);
 
     let mut router = router::Router::new(SEED);
     let mut written = 0u32;
