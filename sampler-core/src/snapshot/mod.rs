@@ -20,7 +20,7 @@ mod reader;
 mod writer;
 
 pub use self::cobs::CobsFlavor;
-pub use self::crc::{crc32, CRC32};
+pub use self::crc::crc32;
 #[cfg(feature = "std")]
 pub use self::reader::{decode, decode_frames, decode_prefix, Capture, DecodeError, Frame};
 pub use self::writer::{
