@@ -141,3 +141,20 @@ proptest! {
         prop_assert_eq!(good, (0..junk.len() as u64).collect::<Vec<_>>());
     }
 }
+
+/// A capture made of nothing but frame starts (no delimiter) must not take quadratic
+/// time: each byte is decoded at most twice.
+#[test]
+fn capture_full_of_magics_stays_linear() {
+    let unit = b"\x06HSNP\x01";
+    let cap: Vec<u8> = unit
+        .iter()
+        .copied()
+        .cycle()
+        .take(unit.len() * 50_000)
+        .collect();
+    let c = decode_frames(&cap);
+    assert_eq!(c.frames.len(), 50_000);
+    assert_eq!(c.bad_count(), 50_000);
+    assert!(c.frames.iter().all(|f| f.len == unit.len()));
+}

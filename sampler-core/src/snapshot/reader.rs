@@ -431,41 +431,37 @@ pub fn decode_frames(capture: &[u8]) -> Capture {
     Capture { frames }
 }
 
-/// Decode one delimiter-free chunk, splitting it at an embedded frame start when the
-/// whole chunk is not a snapshot.
-fn split_chunk(mut chunk: &[u8], mut offset: usize, terminated: bool, out: &mut Vec<Frame>) {
-    loop {
-        let result = decode_cobs(chunk, terminated);
-        // A frame starts with a COBS code byte followed by the magic.
-        let next = if result.is_ok() {
-            None
-        } else {
-            chunk
-                .windows(MAGIC.len())
-                .skip(2)
-                .position(|w| w == MAGIC)
-                .map(|p| p + 1)
-        };
-        match next {
-            None => {
-                out.push(Frame {
-                    offset,
-                    len: chunk.len(),
-                    result,
-                });
-                return;
-            }
-            Some(split) => {
-                let head = &chunk[..split];
-                out.push(Frame {
-                    offset,
-                    len: split,
-                    result: decode_cobs(head, true),
-                });
-                chunk = &chunk[split..];
-                offset += split;
-            }
-        }
+/// Decode one delimiter-free chunk; when it is not a snapshot as a whole, split it at
+/// every embedded frame start (a code byte followed by the magic) and decode each piece.
+///
+/// Every byte is decoded at most twice (whole, then in its piece), so a hostile capture
+/// full of magics stays linear. The price: a frame whose payload itself contains
+/// `HSNP` is lost if garbage precedes it without a delimiter.
+fn split_chunk(chunk: &[u8], offset: usize, terminated: bool, out: &mut Vec<Frame>) {
+    let whole = decode_cobs(chunk, terminated);
+    let starts = chunk
+        .windows(MAGIC.len())
+        .enumerate()
+        .skip(2)
+        .filter(|(_, w)| *w == MAGIC)
+        .map(|(i, _)| i - 1);
+    if whole.is_ok() || starts.clone().next().is_none() {
+        out.push(Frame {
+            offset,
+            len: chunk.len(),
+            result: whole,
+        });
+        return;
+    }
+    let mut from = 0;
+    for to in starts.chain(std::iter::once(chunk.len())) {
+        let last = to == chunk.len();
+        out.push(Frame {
+            offset: offset + from,
+            len: to - from,
+            result: decode_cobs(&chunk[from..to], terminated || !last),
+        });
+        from = to;
     }
 }
 
