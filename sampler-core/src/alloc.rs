@@ -84,7 +84,8 @@ impl<
     fn after_alloc(&self, p: *mut u8, size: usize) {
         if !p.is_null() {
             // Frames at or below this local are the allocator's own.
-            let marker = 0u8;
+            // Only its address matters: uninitialised, so the fast path stores nothing.
+            let marker = core::mem::MaybeUninit::<u8>::uninit();
             let boundary = core::ptr::addr_of!(marker) as usize;
             self.profiler
                 .record_alloc_below(p, size, &self.stack, boundary);
