@@ -14,6 +14,9 @@ const DEFAULT_PORT: u16 = 8787;
 struct Opts {
     serve: bool,
     port: Option<u16>,
+    /// Profile the host workload instead of the firmware (what happens anyway where
+    /// QEMU cannot run).
+    host: bool,
 }
 
 fn parse(args: &[String]) -> Res<Opts> {
@@ -25,6 +28,7 @@ fn parse(args: &[String]) -> Res<Opts> {
     while let Some(a) = it.next() {
         match a.as_str() {
             "--no-serve" => opts.serve = false,
+            "--host" => opts.host = true,
             "--port" => {
                 let v = it.next().ok_or("`--port` needs a number")?;
                 opts.port = Some(
@@ -47,13 +51,12 @@ fn parse(args: &[String]) -> Res<Opts> {
 
 pub fn run(args: &[String]) -> Res {
     let opts = parse(args)?;
-    let input = profile_input()?;
+    let input = if opts.host { host_workload()? } else { profile_input()? };
 
     step("building heapsnap (host-cli, release)");
     let heapsnap = build_heapsnap()?;
 
     step("converting snapshots to pprof");
-    let out = crate::firmware::out_dir();
     let mut profiles = Vec::new();
     for snap in &input.snapshots {
         let pb = snap.with_extension("pb.gz");
@@ -87,18 +90,16 @@ pub fn run(args: &[String]) -> Res {
 
     if !opts.serve {
         println!(
-            "\n{} profile(s) of the {} (pprof, gzipped):",
+            "\n{} heap profile(s) of the {} (pprof, gzipped), oldest first:",
             profiles.len(),
             input.what
         );
         for p in &profiles {
             println!("  {}", p.display());
         }
-        println!(
-            "open one with `go tool pprof -http=: {}` or drop it on the viewer (www/index.html)",
-            latest.display()
-        );
-        let _ = out;
+        println!("\nlook at the last one with:");
+        println!("  go tool pprof -top -lines {}", latest.display());
+        println!("  cargo xtask demo          (the viewer, in the browser)");
         return Ok(());
     }
 
@@ -106,25 +107,31 @@ pub fn run(args: &[String]) -> Res {
     let www = crate::viewer::build(true)?;
     let demo_dir = www.join("demo");
     std::fs::create_dir_all(&demo_dir).map_err(|e| format!("{}: {e}", demo_dir.display()))?;
-    let served = demo_dir.join(PROFILE_NAME);
-    std::fs::copy(&latest, &served)
-        .map_err(|e| format!("copying {} to {}: {e}", latest.display(), served.display()))?;
+    let base = profiles.first().cloned().ok_or("no profiles")?;
+    for (from, name) in [(&latest, PROFILE_NAME), (&base, BASE_NAME)] {
+        let to = demo_dir.join(name);
+        std::fs::copy(from, &to).map_err(|e| format!("copying {} to {}: {e}", from.display(), to.display()))?;
+    }
 
     step("serving the viewer");
     let listener = bind(opts.port)?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
     println!(
-        "\nThe {}'s heap profile ({}), open in the flame graph:",
+        "\nThe {}'s heap ({}), straight into the flame graph:",
         input.what,
         name(last)
     );
     println!("  {}", demo_url(port));
+    println!("What grew since {} (the viewer's diff against a base):", name(first));
+    println!("  {}&base=demo/{BASE_NAME}", demo_url(port));
     println!("(serving {} on 127.0.0.1:{port}; Ctrl-C to stop)", www.display());
     serve(listener, &www)
 }
 
-/// Name the served profile has under `www/demo/`.
+/// Name the served profile has under `www/demo/` (the last snapshot).
 pub const PROFILE_NAME: &str = "firmware.pb.gz";
+/// The first snapshot's profile, the base of the diff URL.
+pub const BASE_NAME: &str = "firmware-base.pb.gz";
 
 /// The URL that opens the viewer straight into the demo profile (the viewer's preload
 /// parameter names a path relative to `www/`).
@@ -159,8 +166,10 @@ fn profile_input() -> Res<Input> {
     }
 }
 
-/// The fallback: sampler-core's `host_workload` example writes snapshots of a host
-/// program into the out dir (symbols come from the example's own binary).
+/// The fallback: sampler-core's `host_workload` example (a host program under
+/// `ProfiledAlloc`), run twice (10 and 40 rounds of its leaky loop) so `diff` has a
+/// base. Its snapshots carry the program's mappings and build id; the example binary
+/// symbolizes them.
 fn host_workload() -> Res<Input> {
     step("host workload (fallback)");
     let out = crate::firmware::out_dir().join("host");
@@ -170,7 +179,7 @@ fn host_workload() -> Res<Input> {
     }
     let mut c = tools::cargo();
     c.args([
-        "run",
+        "build",
         "--release",
         "-p",
         "sampler-core",
@@ -178,19 +187,25 @@ fn host_workload() -> Res<Input> {
         "std",
         "--example",
         "host_workload",
-        "--",
-    ])
-    .arg(&out);
+    ]);
     tools::run(&mut c)?;
-    let snapshots = crate::firmware::snapshots_in(&out)?;
-    if snapshots.is_empty() {
-        return Err(format!("the host workload wrote no snap-*.bin into {}", out.display()));
+    let exe = target_dir().join("release/examples/host_workload");
+    for (i, rounds) in ["10", "40"].iter().enumerate() {
+        let snap = out.join(format!("snap-{i:03}.bin"));
+        tools::run(Command::new(&exe).arg(&snap).args(["--rounds", rounds]))?;
     }
-    let elf = target_dir().join("release/examples/host_workload");
+    let snapshots = crate::firmware::snapshots_in(&out)?;
+    if snapshots.len() < 2 {
+        return Err(format!(
+            "the host workload wrote {} snapshot(s) into {}",
+            snapshots.len(),
+            out.display()
+        ));
+    }
     Ok(Input {
         what: "host workload",
         snapshots,
-        elf: elf.is_file().then_some(elf),
+        elf: Some(exe),
     })
 }
 

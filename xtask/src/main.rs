@@ -18,7 +18,9 @@ const USAGE: &str = "\
 usage: cargo xtask <task> [options]
 
 tasks:
-  demo [--no-serve] [--port N]   build, profile firmware in QEMU, convert, serve the viewer
+  demo [--no-serve] [--port N] [--host]
+                                 build, profile firmware in QEMU (--host: a host program),
+                                 convert, serve the viewer with the profile preloaded
   test                           run every test (what CI runs)
   viewer [--dev]                 build the browser viewer into www/pkg
   bench-viewer                   time file → first flame paint and memory in headless Chromium
