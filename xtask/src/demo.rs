@@ -23,6 +23,7 @@ fn parse(args: &[String]) -> Res<Opts> {
     let mut opts = Opts {
         serve: true,
         port: None,
+        host: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
