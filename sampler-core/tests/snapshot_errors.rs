@@ -318,3 +318,21 @@ fn error_texts_say_what_and_where() {
         "{e}"
     );
 }
+
+/// Stack ids are u32 varints: `ff ff ff ff 0f` is u32::MAX, `ff ff ff ff 1f` overflows.
+#[test]
+fn stack_id_varint_beyond_u32_is_malformed() {
+    let s = Snapshot {
+        version: 1,
+        word_size: 8,
+        stacks: vec![Stack { id: u32::MAX, frames: vec![] }],
+        ..Default::default()
+    };
+    let b = encode_to_vec(&s).unwrap();
+    let at = 19; // header (17), mapping count, stack count
+    assert_eq!(&b[at..at + 5], &[0xff, 0xff, 0xff, 0xff, 0x0f]);
+    assert_eq!(decode(&b).unwrap(), s);
+    let mut h = b.clone();
+    h[at + 4] = 0x1f;
+    assert!(matches!(decode(&reseal(h)), Err(DecodeError::Malformed { offset, .. }) if offset == at));
+}
