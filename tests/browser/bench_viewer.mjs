@@ -11,8 +11,8 @@ import { generate } from './gen_profile.mjs';
 
 const [www, outDir] = process.argv.slice(2);
 fs.mkdirSync(outDir, { recursive: true });
-const rawPath = path.join(outDir, 'bench.pb');
-const gzPath = path.join(outDir, 'bench.pb.gz');
+const rawPath = path.join(outDir, 'bench-550k.pb');
+const gzPath = path.join(outDir, 'bench-550k.pb.gz');
 if (!fs.existsSync(rawPath) || !fs.existsSync(gzPath)) {
   const t = Date.now();
   const g = generate();
@@ -65,7 +65,8 @@ try {
     }
     runs.sort((a, b) => a.selectToPaint - b.selectToPaint);
     const med = runs[Math.floor(runs.length / 2)];
-    const peakMem = Math.max(...runs.map((r) => r.peakAll));
+    // Wasm memory never shrinks, so its final size is its peak; V8's heap is polled.
+    const peakMem = Math.max(...runs.map((r) => r.peakUsed + r.wasmMemory));
     const peakJs = Math.max(...runs.map((r) => r.peakUsed));
     const wasmMem = Math.max(...runs.map((r) => r.wasmMemory));
     console.log(`\n${path.basename(file)}: ${MB(size)} (${RUNS} runs, median shown)`);
@@ -73,7 +74,7 @@ try {
     console.log(`  select → first flame paint ${med.selectToPaint.toFixed(0)} ms   (target ≤ 1000 ms: ${med.selectToPaint <= 1000 ? 'ok' : 'OVER'}; all runs: ${runs.map((r) => r.selectToPaint.toFixed(0)).join(', ')} ms; wall incl. input ${med.wall} ms)`);
     console.log(`  peak JS heap (V8 used)     ${MB(peakJs)} = ${(peakJs / size).toFixed(2)}× file`);
     console.log(`  wasm linear memory (peak)  ${MB(wasmMem)} = ${(wasmMem / size).toFixed(2)}× file`);
-    console.log(`  peak heap + ArrayBuffers   ${MB(peakMem)} = ${(peakMem / size).toFixed(2)}× file (target ≤ 5×: ${peakMem <= 5 * size ? 'ok' : 'OVER'})`);
+    console.log(`  peak JS heap + wasm memory ${MB(peakMem)} = ${(peakMem / size).toFixed(2)}× file (target ≤ 5×: ${peakMem <= 5 * size ? 'ok' : 'OVER'})`);
     console.log(`  flame pixels painted       ${med.painted}`);
     if (med.painted < 1000) failed = true;
   }

@@ -34,7 +34,7 @@ function rng(seed) {
 }
 
 /// Returns { raw: Buffer, gz: Buffer, samples, stacks }.
-export function generate({ samples = 500_000, stacks = 50_000, functions = 6_000, locations = 24_000, seed = 42 } = {}) {
+export function generate({ samples = 550_000, stacks = 50_000, functions = 6_000, locations = 24_000, seed = 42 } = {}) {
   const rand = rng(seed);
   const strings = [''];
   const sid = new Map([['', 0]]);
@@ -49,7 +49,7 @@ export function generate({ samples = 500_000, stacks = 50_000, functions = 6_000
   const seen = new Set();
   const mix = (a, b) => (Math.imul(a ^ (b + 0x9e3779b9), 0x85ebca6b) >>> 0);
   while (stackList.length < stacks) {
-    const depth = 14 + Math.floor(rand() * 26);
+    const depth = 18 + Math.floor(rand() * 29);
     const st = [];
     let h = 17;
     for (let d = 0; d < depth; d++) {
@@ -64,7 +64,8 @@ export function generate({ samples = 500_000, stacks = 50_000, functions = 6_000
   }
   const bytesKey = str('bytes');
   for (let i = 0; i < samples; i++) {
-    const s = stackList[Math.floor(stacks * rand() ** 2)];
+    // Every stack at least once, then skewed towards a few hot ones.
+    const s = stackList[i < stacks ? i : Math.floor(stacks * rand() ** 2)];
     const size = [16, 32, 48, 64, 128, 256, 512, 1024, 4096, 65536][Math.floor(rand() * 10)];
     const n = 1 + Math.floor(rand() * 40);
     const live = Math.floor(n * rand());

@@ -3,7 +3,7 @@
 
 use crate::state::{Action, Slot, State};
 use host_cli::analysis::decode_compact;
-use host_cli::profile;
+use host_cli::profile::{self, Profile, ProfileError};
 use js_sys::Uint8Array;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -38,6 +38,8 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: UseReducerDis
     dispatch.dispatch(Action::Loading(files.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")));
     wasm_bindgen_futures::spawn_local(async move {
         let mut sources = Vec::new();
+        // (name, modified, decoded or error): each file's bytes are dropped as soon as
+        // it is decoded, so at most one raw file is in memory at a time.
         let mut profiles = Vec::new();
         for f in files {
             let name = f.name();
@@ -53,7 +55,10 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: UseReducerDis
             if is_source(&name, &bytes) {
                 sources.push((name, String::from_utf8_lossy(&bytes).into_owned()));
             } else {
-                profiles.push((name, f.last_modified(), bytes));
+                let len = bytes.len();
+                let decoded = decode_compact(&bytes);
+                drop(bytes);
+                profiles.push((name, f.last_modified(), len, decoded));
             }
         }
         if !sources.is_empty() {
@@ -70,21 +75,29 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: UseReducerDis
             )));
             return;
         }
-        for ((name, _, bytes), slot) in profiles.into_iter().zip(slots) {
-            decode_into(name, &bytes, slot, &dispatch);
+        for ((name, _, len, decoded), slot) in profiles.into_iter().zip(slots) {
+            deliver(name, decoded, len, slot, &dispatch);
         }
     });
 }
 
-/// Decodes one profile and dispatches it (or the error, naming the file).
-fn decode_into(name: String, bytes: &[u8], slot: Slot, dispatch: &UseReducerDispatcher<State>) {
-    match decode_compact(bytes) {
+/// Dispatches a decoded profile, or the error naming the file.
+fn deliver(name: String, decoded: Result<Profile, ProfileError>, bytes: usize, slot: Slot, dispatch: &UseReducerDispatcher<State>) {
+    match decoded {
         Ok(p) => {
             mark("decoded");
-            dispatch.dispatch(Action::Loaded { slot, name, profile: p, bytes: bytes.len() })
+            dispatch.dispatch(Action::Loaded { slot, name, profile: p, bytes })
         }
         Err(e) => dispatch.dispatch(Action::Failed(format!("{name} is not a usable pprof profile: {e}"))),
     }
+}
+
+/// Decodes one fetched profile and dispatches it.
+fn decode_into(name: String, bytes: Vec<u8>, slot: Slot, dispatch: &UseReducerDispatcher<State>) {
+    let len = bytes.len();
+    let decoded = decode_compact(&bytes);
+    drop(bytes);
+    deliver(name, decoded, len, slot, dispatch);
 }
 
 /// Fetches the profiles named by `?profile=URL` / `?base=URL` (same origin only: the
@@ -97,12 +110,12 @@ pub fn preload(dispatch: UseReducerDispatcher<State>) {
     wasm_bindgen_futures::spawn_local(async move {
         if let Some(b) = base {
             match fetch(&b).await {
-                Ok(bytes) => decode_into(b, &bytes, Slot::Base, &dispatch),
+                Ok(bytes) => decode_into(b, bytes, Slot::Base, &dispatch),
                 Err(e) => return dispatch.dispatch(Action::Failed(e)),
             }
         }
         match fetch(&url).await {
-            Ok(bytes) => decode_into(url, &bytes, Slot::Main, &dispatch),
+            Ok(bytes) => decode_into(url, bytes, Slot::Main, &dispatch),
             Err(e) => dispatch.dispatch(Action::Failed(e)),
         }
     });

@@ -4,7 +4,12 @@
 //! Every view of the viewer (top, flame, source, diff) is a sum over samples, and so
 //! unchanged by merging samples with the same stack; the merged result is an ordinary
 //! validated [`Profile`]. Labels are dropped except pprof's diff-base label (which
-//! changes how percentages are computed), so samples that differ only in labels merge.
+//! changes how percentages are computed), so samples that differ only in labels merge;
+//! samples whose values differ in sign stay apart (pprof's total sums absolute values).
+//!
+//! Only the `Sample` messages are read by hand (into reused buffers, looked up by
+//! slice, so a repeated stack costs no allocation); everything else goes through prost,
+//! and any framing problem falls back to prost's decoder for its error message.
 
 use crate::profile::{self, Label, Profile, ProfileError, Sample, DIFF_BASE_LABEL};
 use prost::Message;
@@ -31,108 +36,183 @@ pub fn decode_compact(bytes: &[u8]) -> Result<Profile, ProfileError> {
     }
 }
 
-/// Walks the top-level fields, merging samples; `None` when the framing is broken.
-fn merged(raw: &[u8]) -> Option<Result<Profile, ProfileError>> {
-    let mut rest = Vec::with_capacity(raw.len() / 8);
-    let mut samples: Vec<Sample> = Vec::new();
-    // (stack, is base, value count) → sample index.
-    let mut index: HashMap<(Box<[u64]>, bool), usize, BuildHasherDefault<Fx>> = HashMap::default();
-    let mut base_labels: Vec<Sample> = Vec::new();
+type StackMap = HashMap<Box<[u64]>, u32, BuildHasherDefault<Fx>>;
+
+/// One top-level field: (tag, wire type, whole field incl. key, payload).
+fn fields(raw: &[u8]) -> impl Iterator<Item = Option<(u64, u64, &[u8], &[u8])>> + '_ {
     let mut pos = 0usize;
-    while pos < raw.len() {
-        let start = pos;
-        let key = varint(raw, &mut pos)?;
-        let (tag, wire) = (key >> 3, key & 7);
-        let end = match wire {
-            0 => {
-                varint(raw, &mut pos)?;
-                pos
-            }
-            1 => pos + 8,
-            2 => {
-                let n = varint(raw, &mut pos)?;
-                pos.checked_add(usize::try_from(n).ok()?)?
-            }
-            5 => pos + 4,
-            _ => return None,
-        };
-        if end > raw.len() || tag == 0 {
+    std::iter::from_fn(move || {
+        if pos >= raw.len() {
             return None;
         }
-        if tag == 2 && wire == 2 {
-            let s = match Sample::decode(&raw[pos..end]) {
-                Ok(s) => s,
-                Err(e) => return Some(Err(e.into())),
-            };
-            // Which samples carry the base label can only be known with the string
-            // table, which may come later: keep labelled samples apart until then.
-            if !s.label.is_empty() {
-                base_labels.push(s);
-            } else {
-                add(&mut samples, &mut index, s, false);
-            }
-        } else {
-            rest.extend_from_slice(&raw[start..end]);
+        let r = field(raw, &mut pos);
+        if r.is_none() {
+            pos = raw.len();
         }
-        pos = end;
+        Some(r)
+    })
+}
+
+fn field<'a>(raw: &'a [u8], pos: &mut usize) -> Option<(u64, u64, &'a [u8], &'a [u8])> {
+    let start = *pos;
+    let key = varint(raw, pos)?;
+    let (tag, wire) = (key >> 3, key & 7);
+    let body = *pos;
+    let end = match wire {
+        0 => {
+            varint(raw, pos)?;
+            *pos
+        }
+        1 => pos.checked_add(8)?,
+        2 => {
+            let n = usize::try_from(varint(raw, pos)?).ok()?;
+            let b = *pos;
+            return {
+                let end = b.checked_add(n)?;
+                (tag != 0 && end <= raw.len()).then(|| {
+                    *pos = end;
+                    (tag, wire, &raw[start..end], &raw[b..end])
+                })
+            };
+        }
+        5 => pos.checked_add(4)?,
+        _ => return None,
+    };
+    if tag == 0 || end > raw.len() {
+        return None;
     }
+    *pos = end;
+    Some((tag, wire, &raw[start..end], &raw[body..end]))
+}
+
+/// Walks the top-level fields, merging samples; `None` when the framing is broken.
+fn merged(raw: &[u8]) -> Option<Result<Profile, ProfileError>> {
+    // Pass 1: the string indices of pprof's diff-base label, if the table has them.
+    let (mut base_key, mut base_val) = (None, None);
+    let mut n_strings = 0i64;
+    for f in fields(raw) {
+        let (tag, wire, _, body) = f?;
+        if tag == 6 && wire == 2 {
+            if body == DIFF_BASE_LABEL.0.as_bytes() && base_key.is_none() {
+                base_key = Some(n_strings);
+            }
+            if body == DIFF_BASE_LABEL.1.as_bytes() && base_val.is_none() {
+                base_val = Some(n_strings);
+            }
+            n_strings += 1;
+        }
+    }
+    // Pass 2: samples merged by (stack, base); the rest decoded by prost.
+    let mut rest = Vec::with_capacity(raw.len() / 8);
+    let mut samples: Vec<Sample> = Vec::new();
+    let mut maps: [StackMap; 2] = Default::default();
+    let (mut locs, mut vals) = (Vec::new(), Vec::new());
+    for f in fields(raw) {
+        let (tag, wire, whole, body) = f?;
+        if tag != 2 || wire != 2 {
+            rest.extend_from_slice(whole);
+            continue;
+        }
+        // Anything unusual: the full prost decoder and validation decide (and say what
+        // is wrong, and where).
+        let base = read_sample(body, &mut locs, &mut vals, (base_key, base_val), n_strings)?;
+        // Samples merge only when their values have the same signs, so that the sum of
+        // absolute values (pprof's total) is unchanged: the sign mask joins the key.
+        let signs = vals.iter().take(64).enumerate().fold(0u64, |m, (k, &v)| m | (u64::from(v < 0) << k));
+        let n_locs = locs.len();
+        locs.push(signs);
+        let map = &mut maps[usize::from(base)];
+        let found = map.get(locs.as_slice()).copied();
+        if found.is_none() {
+            map.insert(locs.clone().into_boxed_slice(), samples.len() as u32);
+        }
+        locs.truncate(n_locs);
+        if let Some(i) = found {
+            let into = &mut samples[i as usize];
+            if into.value.len() == vals.len() {
+                for (a, b) in into.value.iter_mut().zip(&vals) {
+                    *a = a.wrapping_add(*b);
+                }
+                continue;
+            }
+        }
+        let label = match (base, base_key, base_val) {
+            (true, Some(key), Some(str)) => vec![Label { key, str, num: 0, num_unit: 0 }],
+            _ => Vec::new(),
+        };
+        samples.push(Sample { location_id: locs.clone(), value: vals.clone(), label });
+    }
+    drop(maps);
     let mut p = match Profile::decode(rest.as_slice()) {
         Ok(p) => p,
         Err(e) => return Some(Err(e.into())),
     };
     drop(rest);
-    let k = p
-        .string_table
-        .iter()
-        .position(|s| s == DIFF_BASE_LABEL.0)
-        .map(|i| i as i64);
-    let v = p
-        .string_table
-        .iter()
-        .position(|s| s == DIFF_BASE_LABEL.1)
-        .map(|i| i as i64);
-    for mut s in base_labels {
-        let is_base = matches!((k, v), (Some(k), Some(v)) if s.label.iter().any(|l| l.key == k && l.str == v));
-        s.label.clear();
-        if is_base {
-            if let (Some(key), Some(str)) = (k, v) {
-                s.label.push(Label {
-                    key,
-                    str,
-                    num: 0,
-                    num_unit: 0,
-                });
-            }
-        }
-        add(&mut samples, &mut index, s, is_base);
-    }
     p.sample = samples;
-    Some(p.check_valid().map(|()| p).map_err(Into::into))
+    // Invalid: the full decode reports it with the file's own sample indices.
+    p.check_valid().ok().map(|()| Ok(p))
 }
 
-fn add(
-    samples: &mut Vec<Sample>,
-    index: &mut HashMap<(Box<[u64]>, bool), usize, BuildHasherDefault<Fx>>,
-    mut s: Sample,
-    base: bool,
-) {
-    let key = (std::mem::take(&mut s.location_id).into_boxed_slice(), base);
-    if let Some(&i) = index.get(&key) {
-        let into = &mut samples[i];
-        if into.value.len() == s.value.len() {
-            for (a, b) in into.value.iter_mut().zip(&s.value) {
-                *a = a.wrapping_add(*b);
+/// Reads one `Sample` message into `locs` and `vals` (packed or not); returns whether
+/// it carries the diff-base label. `None` when malformed.
+/// Label string indices must be in the table (`n_strings`), as validation requires.
+fn read_sample(
+    b: &[u8],
+    locs: &mut Vec<u64>,
+    vals: &mut Vec<i64>,
+    base: (Option<i64>, Option<i64>),
+    n_strings: i64,
+) -> Option<bool> {
+    locs.clear();
+    vals.clear();
+    let mut is_base = false;
+    let mut pos = 0;
+    while pos < b.len() {
+        let (tag, wire, _, body) = field(b, &mut pos)?;
+        match (tag, wire) {
+            (1, 0) => locs.push(varint(body, &mut 0)?),
+            (2, 0) => vals.push(varint(body, &mut 0)? as i64),
+            (1, 2) => {
+                let mut p = 0;
+                while p < body.len() {
+                    locs.push(varint(body, &mut p)?);
+                }
             }
-            return;
+            (2, 2) => {
+                let mut p = 0;
+                while p < body.len() {
+                    vals.push(varint(body, &mut p)? as i64);
+                }
+            }
+            (3, 2) => {
+                let (mut key, mut str) = (0i64, 0i64);
+                let mut p = 0;
+                while p < body.len() {
+                    let (t, w, _, v) = field(body, &mut p)?;
+                    if (1..=4).contains(&t) {
+                        if w != 0 {
+                            return None;
+                        }
+                        let x = varint(v, &mut 0)? as i64;
+                        if t != 3 && !(0..n_strings).contains(&x) {
+                            return None;
+                        }
+                        match t {
+                            1 => key = x,
+                            2 => str = x,
+                            _ => {}
+                        }
+                    }
+                }
+                if (Some(key), Some(str)) == base {
+                    is_base = true;
+                }
+            }
+            (1..=3, _) => return None,
+            _ => {} // unknown field: skipped, as protobuf requires
         }
-        // Differing value counts: keep apart so validation reports it.
-        s.location_id = key.0.into_vec();
-        samples.push(s);
-        return;
     }
-    s.location_id = key.0.to_vec();
-    index.insert(key, samples.len());
-    samples.push(s);
+    Some(is_base)
 }
 
 fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
@@ -140,6 +220,9 @@ fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
     for shift in (0..64).step_by(7) {
         let byte = *b.get(*pos)?;
         *pos += 1;
+        if shift == 63 && byte > 1 {
+            return None; // overflows 64 bits (prost rejects it too)
+        }
         v |= u64::from(byte & 0x7f) << shift;
         if byte < 0x80 {
             return Some(v);
@@ -148,23 +231,32 @@ fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
     None
 }
 
-/// FxHash (rustc's hasher): stacks are trusted-size keys and SipHash would dominate.
+/// FxHash (rustc's hasher) with a final mix: keys are ids and stacks of ids, where
+/// SipHash would dominate the cost.
 #[derive(Default, Clone, Copy)]
 pub(crate) struct Fx(u64);
 
 impl Hasher for Fx {
     fn finish(&self) -> u64 {
-        self.0
+        // Fold the high bits down: hashbrown picks buckets from the low bits, and a
+        // multiply only carries information upwards.
+        let x = self.0;
+        (x ^ (x >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (x >> 32)
     }
     fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(w));
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.write_u64(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
+        }
+        for &b in chunks.remainder() {
+            self.write_u64(u64::from(b));
         }
     }
     fn write_u64(&mut self, i: u64) {
         self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(u64::from(i));
     }
     fn write_usize(&mut self, i: usize) {
         self.write_u64(i as u64);

@@ -1,12 +1,16 @@
 //! The merged call tree a flame graph draws: root first, one node per distinct
 //! (parent, function, inlined) path, laid out in pre-order so a renderer can skip a
-//! whole subtree that is off screen.
+//! whole subtree that is off screen. Children are in alphabetical order (as
+//! flamegraph.pl draws them, so two profiles line up), a node's own value to the right
+//! of its children.
+//!
+//! Built without hashing: stacks become sequences of name ranks, sorted, and each new
+//! stack only opens the nodes past its common prefix with the previous one.
 
 use super::{Filter, Index};
-use super::index::FxMap;
 
 /// One box of the flame graph.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FlameNode {
     /// Function-level node id ([`FlameTree::names`]); the root is `u32::MAX`.
     pub name: u32,
@@ -33,7 +37,7 @@ pub struct FlameNode {
 /// A flame graph's tree, nodes in pre-order (index 0 is the root).
 #[derive(Clone, Debug, PartialEq)]
 pub struct FlameTree {
-    /// Nodes, pre-order; children sorted widest first, then by name.
+    /// Nodes, pre-order; children sorted by name.
     pub nodes: Vec<FlameNode>,
     /// Function names, by [`FlameNode::name`].
     pub names: Vec<String>,
@@ -88,31 +92,20 @@ impl FlameTree {
     }
 }
 
-struct Build {
-    name: u32,
-    inlined: bool,
-    value: i64,
-    self_value: i64,
-    grew: i64,
-    shrank: i64,
-    children: Vec<u32>,
-}
-
 impl Index<'_> {
     /// The flame tree for `sample_index` after `filter`.
     pub fn flame(&self, sample_index: usize, filter: &Filter) -> FlameTree {
         let kept = self.kept(filter);
-        let mut b = vec![Build {
-            name: u32::MAX,
-            inlined: false,
-            value: 0,
-            self_value: 0,
-            grew: 0,
-            shrank: 0,
-            children: vec![],
-        }];
-        // (parent, function node, inlined) packed into one key.
-        let mut child: FxMap<u64, u32> = FxMap::default();
+        // Alphabetical rank of every function-level node.
+        let mut by_rank: Vec<u32> = (0..self.names.len() as u32).collect();
+        by_rank.sort_unstable_by(|&a, &b| self.names[a as usize].cmp(&self.names[b as usize]));
+        let mut rank = vec![0u32; by_rank.len()];
+        for (r, &n) in by_rank.iter().enumerate() {
+            rank[n as usize] = r as u32;
+        }
+        // Each kept sample as a root-first sequence of (rank << 1 | inlined).
+        let mut seq: Vec<u32> = Vec::new();
+        let mut spans: Vec<(u32, u32, i64)> = Vec::new();
         let mut diff = false;
         for i in 0..self.sample_count() {
             let v = self.value(i, sample_index);
@@ -120,90 +113,71 @@ impl Index<'_> {
                 continue;
             }
             diff |= v < 0;
-            let add = |n: &mut Build| {
-                n.value = n.value.wrapping_add(v);
-                if v > 0 {
-                    n.grew = n.grew.wrapping_add(v);
-                } else {
-                    n.shrank = n.shrank.wrapping_add(v.wrapping_neg());
-                }
-            };
-            add(&mut b[0]);
-            let mut cur = 0u32;
-            for f in self.root_first(i) {
-                let key = u64::from(cur) << 33 | u64::from(f.node) << 1 | u64::from(f.inlined);
-                let next = *child.entry(key).or_insert_with(|| {
-                    b.push(Build {
-                        name: f.node,
-                        inlined: f.inlined,
-                        value: 0,
-                        self_value: 0,
-                        grew: 0,
-                        shrank: 0,
-                        children: vec![],
-                    });
-                    let id = b.len() as u32 - 1;
-                    b[cur as usize].children.push(id);
-                    id
-                });
-                add(&mut b[next as usize]);
-                cur = next;
-            }
-            b[cur as usize].self_value = b[cur as usize].self_value.wrapping_add(v);
+            let start = seq.len() as u32;
+            seq.extend(self.root_first(i).map(|f| rank[f.node as usize] << 1 | u32::from(f.inlined)));
+            spans.push((start, seq.len() as u32 - start, v));
         }
-        drop(child);
-        let names = &self.names;
-        for k in 0..b.len() {
-            let mut ch = std::mem::take(&mut b[k].children);
-            ch.sort_unstable_by(|&x, &y| {
-                let (x, y) = (&b[x as usize], &b[y as usize]);
-                (y.grew + y.shrank)
-                    .cmp(&(x.grew + x.shrank))
-                    .then_with(|| names[x.name as usize].cmp(&names[y.name as usize]))
-            });
-            b[k].children = ch;
-        }
-        // Pre-order layout with an explicit stack (deep recursion would overflow).
-        let mut nodes: Vec<FlameNode> = Vec::with_capacity(b.len());
-        let mut stack: Vec<(u32, u32, i64)> = vec![(0, 0, 0)]; // (build id, depth, x)
-        let mut open: Vec<usize> = Vec::new(); // pre-order indices awaiting `end`
-        while let Some((id, depth, x)) = stack.pop() {
-            while open.last().is_some_and(|&o| nodes[o].depth >= depth) {
-                let o = open.pop().unwrap_or_default();
+        let slice = |s: &(u32, u32, i64)| &seq[s.0 as usize..(s.0 + s.1) as usize];
+        // Lexicographic; a stack that is a prefix of another sorts after it, so a
+        // node's self value lands right of its children.
+        spans.sort_unstable_by(|a, b| {
+            let (a, b) = (slice(a), slice(b));
+            a.iter().zip(b).map(|(x, y)| x.cmp(y)).find(|o| o.is_ne()).unwrap_or_else(|| b.len().cmp(&a.len()))
+        });
+        let root = FlameNode {
+            name: u32::MAX,
+            depth: 0,
+            inlined: false,
+            value: 0,
+            self_value: 0,
+            grew: 0,
+            shrank: 0,
+            width: 0,
+            x: 0,
+            end: 0,
+        };
+        let mut nodes = vec![root];
+        let mut path: Vec<usize> = vec![0];
+        let mut prev: &[u32] = &[];
+        for sp in &spans {
+            let s = slice(sp);
+            let v = sp.2;
+            let lcp = s.iter().zip(prev).take_while(|(a, b)| a == b).count();
+            while path.len() > lcp + 1 {
+                let o = path.pop().unwrap_or(0);
                 nodes[o].end = nodes.len() as u32;
             }
-            let n = &b[id as usize];
-            let width = n.grew.wrapping_add(n.shrank);
-            open.push(nodes.len());
-            nodes.push(FlameNode {
-                name: n.name,
-                depth,
-                inlined: n.inlined,
-                value: n.value,
-                self_value: n.self_value,
-                grew: n.grew,
-                shrank: n.shrank,
-                width,
-                x,
-                end: 0,
-            });
-            let mut cx = x;
-            let mut kids = Vec::with_capacity(n.children.len());
-            for &c in &n.children {
-                kids.push((c, depth + 1, cx));
-                let cn = &b[c as usize];
-                cx = cx.wrapping_add(cn.grew.wrapping_add(cn.shrank));
+            for &key in &s[lcp..] {
+                let parent = *path.last().unwrap_or(&0);
+                let (px, pw) = (nodes[parent].x, nodes[parent].width);
+                path.push(nodes.len());
+                nodes.push(FlameNode {
+                    name: by_rank[(key >> 1) as usize],
+                    depth: path.len() as u32 - 1,
+                    inlined: key & 1 == 1,
+                    x: px.wrapping_add(pw),
+                    ..root
+                });
             }
-            stack.extend(kids.into_iter().rev());
+            for &n in &path {
+                let node = &mut nodes[n];
+                node.value = node.value.wrapping_add(v);
+                node.width = node.width.wrapping_add(v.wrapping_abs());
+                if v > 0 {
+                    node.grew = node.grew.wrapping_add(v);
+                } else {
+                    node.shrank = node.shrank.wrapping_add(v.wrapping_neg());
+                }
+            }
+            if let Some(&leaf) = path.last() {
+                nodes[leaf].self_value = nodes[leaf].self_value.wrapping_add(v);
+            }
+            prev = s;
         }
         let len = nodes.len() as u32;
-        for o in open {
+        for o in path {
             nodes[o].end = len;
         }
-        FlameTree {
-            nodes,
-            names: self.names.clone(),
-            diff,
-        }
+        FlameTree { nodes, names: self.names.clone(), diff }
     }
 }

@@ -114,6 +114,15 @@ impl<'p> Index<'p> {
         }
     }
 
+    /// Per node: does it appear as an inlined frame in any location?
+    pub fn inlinable(&self) -> Vec<bool> {
+        let mut v = vec![false; self.names.len()];
+        for f in self.frames.iter().filter(|f| f.inlined) {
+            v[f.node as usize] = true;
+        }
+        v
+    }
+
     /// Number of function-level nodes.
     pub fn node_count(&self) -> usize {
         self.names.len()

@@ -60,9 +60,12 @@ impl Index<'_> {
         let n = self.node_count();
         let (mut flat, mut cum) = (vec![0i64; n], vec![0i64; n]);
         let mut seen = vec![u32::MAX; n];
-        // Edge (caller, callee) → every occurrence inlined; pprof labels a function by
-        // the inline flags of its incoming edges.
+        // pprof labels a function by the inline flags of its incoming edges (an edge is
+        // inline when every occurrence is). Only functions that are inlined somewhere
+        // need the per-edge map; for the others every incoming edge is a plain call.
+        let can_inline = self.inlinable();
         let mut edges: FxMap<u64, u32> = FxMap::default();
+        let mut called = vec![false; n];
         let kept = self.kept(filter);
         let mut shown = 0i64;
         for i in 0..self.sample_count() {
@@ -79,8 +82,12 @@ impl Index<'_> {
                     cum[node as usize] = cum[node as usize].wrapping_add(v);
                 }
                 if let Some(p) = parent.filter(|&p| p != node) {
-                    let e = edges.entry(u64::from(p) << 32 | u64::from(node)).or_insert(u32::from(f.inlined));
-                    *e &= u32::from(f.inlined);
+                    if can_inline[node as usize] {
+                        let e = edges.entry(u64::from(p) << 32 | u64::from(node)).or_insert(u32::from(f.inlined));
+                        *e &= u32::from(f.inlined);
+                    } else {
+                        called[node as usize] = true;
+                    }
                 }
                 parent = Some(node);
             }
@@ -88,7 +95,7 @@ impl Index<'_> {
                 flat[leaf as usize] = flat[leaf as usize].wrapping_add(v);
             }
         }
-        let mut inline_in = vec![(false, false); n];
+        let mut inline_in: Vec<(bool, bool)> = called.iter().map(|&c| (false, c)).collect();
         for (&key, &inl) in &edges {
             let e = &mut inline_in[(key & 0xffff_ffff) as usize];
             if inl != 0 {
