@@ -103,6 +103,48 @@ fn the_unwinder_source_yields_the_call_chain_in_order_starting_at_the_caller() {
 }
 
 #[test]
+fn the_allocator_wrapper_records_its_caller_first_not_itself() {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    static WRAPPED: sampler_core::ProfiledAlloc<System, HostStack, 64, 4096, 64, 64, 32> =
+        sampler_core::ProfiledAlloc::new(System, HostStack, 1, 1);
+    let l = Layout::from_size_align(24, 8).unwrap();
+    let prof = Prof::new(1, 1); // unused by this source: the wrapper has its own profiler
+    let ptr = std::cell::Cell::new(std::ptr::null_mut());
+    chain_outer_alpha(&prof, &|_| {
+        ptr.set(unsafe { WRAPPED.alloc(l) });
+        Recorded::Sampled
+    });
+    unsafe { WRAPPED.dealloc(ptr.get(), l) };
+    let snap =
+        sampler_core::snapshot::decode(&WRAPPED.profiler().snapshot_vec(&[], false).unwrap())
+            .unwrap();
+    assert_eq!(snap.stacks.len(), 1);
+    let names = symbolize(&snap.stacks[0].frames);
+    let got: Vec<&str> = names.iter().map(|n| short(n)).collect();
+    // The closure is the allocator's caller; then the chain, in order.
+    let i = got
+        .iter()
+        .position(|n| *n == "chain_inner_gamma")
+        .unwrap_or_else(|| panic!("{names:?}"));
+    assert_eq!(
+        &got[i..i + 3],
+        &[
+            "chain_inner_gamma",
+            "chain_middle_beta",
+            "chain_outer_alpha"
+        ]
+    );
+    assert!(
+        i <= 1,
+        "only the calling closure may precede the chain: {names:?}"
+    );
+    assert!(
+        !names.iter().any(|n| n.contains("sampler_core::")),
+        "profiler frames leaked: {names:?}"
+    );
+}
+
+#[test]
 fn a_caller_supplied_slice_is_stored_verbatim() {
     let frames = [0xAAAAusize, 0xBBBB, 0xCCCC];
     let prof = Prof::new(1, 1);
