@@ -89,16 +89,70 @@ fn synthetic(elf: &[u8]) -> Snapshot {
     }
 }
 
+/// CPU time of this thread (Linux `/proc/thread-self/schedstat`, nanoseconds).
+fn thread_cpu() -> Duration {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").expect("Linux schedstat");
+    Duration::from_nanos(
+        s.split_whitespace()
+            .next()
+            .and_then(|n| n.parse().ok())
+            .expect("schedstat run time"),
+    )
+}
+
 fn bench(c: &mut Criterion) {
     let exe = std::env::current_exe().unwrap();
     let elf_bytes = std::fs::read(&exe).unwrap();
     let snap_bytes = synthetic(&elf_bytes).encode().unwrap();
 
-    // Sanity: the frames symbolize (most to function names with files and lines).
+    // Sanity: the frames symbolize (most to function names with files and lines); and
+    // where the time goes, stage by stage (one cold run, thread CPU time).
+    struct Cpu(Duration);
+    impl Cpu {
+        fn elapsed(&self) -> Duration {
+            thread_cpu() - self.0
+        }
+    }
+    let t = Cpu(thread_cpu());
     let snap = sampler_core::snapshot::decode(&snap_bytes).unwrap();
+    let t_decode = t.elapsed();
     let elf = Elf::parse("bench", &elf_bytes).expect("the bench ELF has DWARF");
+    let t_elf = t.elapsed();
     let mut r = Resolver::new(&snap, vec![elf], None).unwrap();
+    let mut unique: Vec<u64> = snap
+        .stacks
+        .iter()
+        .flat_map(|s| s.frames.iter().copied())
+        .collect();
+    unique.sort_unstable();
+    unique.dedup();
+    for &a in &unique {
+        std::hint::black_box(r.resolve(a));
+    }
+    let t_lookup = t.elapsed();
+    for &a in &unique {
+        std::hint::black_box(r.resolve(a));
+    }
+    let t_lookup2 = t.elapsed();
     let p = convert::to_profile(&snap, &mut r as &mut dyn Symbols, &mut |_, _| {});
+    let t_convert = t.elapsed();
+    let raw = prost::Message::encode_to_vec(&p);
+    let t_proto = t.elapsed();
+    let gz = profile::encode(&p);
+    let t_encode = t.elapsed();
+    eprintln!(
+        "stages: decode {:?}, ELF+DWARF load {:?}, first DWARF lookup of {} addresses {:?}, warm lookups {:?}, convert (warm lookups again) {:?}, protobuf {:?} ({} bytes), protobuf+gzip {:?} ({} bytes)",
+        t_decode,
+        t_elf - t_decode,
+        unique.len(),
+        t_lookup - t_elf,
+        t_lookup2 - t_lookup,
+        t_convert - t_lookup2,
+        t_proto - t_convert,
+        raw.len(),
+        t_encode - t_proto,
+        gz.len()
+    );
     let named = p.location.iter().filter(|l| !l.line.is_empty()).count();
     let lines: usize = p.location.iter().map(|l| l.line.len()).sum();
     eprintln!(
@@ -120,15 +174,29 @@ fn bench(c: &mut Criterion) {
     g.sample_size(10)
         .measurement_time(Duration::from_secs(20))
         .throughput(Throughput::Elements(BUCKETS as u64));
-    g.bench_function("100k buckets x 16 frames, DWARF, to pprof.gz", |b| {
-        b.iter(|| {
-            let snap = sampler_core::snapshot::decode(&snap_bytes).unwrap();
-            let elf = Elf::parse("bench", &elf_bytes).unwrap();
-            let mut r = Resolver::new(&snap, vec![elf], None).unwrap();
-            let p = convert::to_profile(&snap, &mut r as &mut dyn Symbols, &mut |_, _| {});
-            profile::encode(&p)
-        })
+    let convert_once = || {
+        let snap = sampler_core::snapshot::decode(&snap_bytes).unwrap();
+        let elf = Elf::parse("bench", &elf_bytes).unwrap();
+        let mut r = Resolver::new(&snap, vec![elf], None).unwrap();
+        let p = convert::to_profile(&snap, &mut r as &mut dyn Symbols, &mut |_, _| {});
+        profile::encode(&p)
+    };
+    g.bench_function("100k buckets x 16 frames, DWARF, to pprof.gz (wall)", |b| {
+        b.iter(convert_once)
     });
+    // The machine is shared: thread CPU time does not count time spent waiting for a core.
+    g.bench_function(
+        "100k buckets x 16 frames, DWARF, to pprof.gz (thread CPU)",
+        |b| {
+            b.iter_custom(|iters| {
+                let t = thread_cpu();
+                for _ in 0..iters {
+                    std::hint::black_box(convert_once());
+                }
+                thread_cpu() - t
+            })
+        },
+    );
     g.finish();
 }
 

@@ -16,8 +16,8 @@ pub use resolve::{ElfSource, Resolver};
 
 use crate::inspect;
 use crate::profile::{Builder, Line, Mapping, Profile};
+use rustc_hash::FxHashMap as HashMap;
 use sampler_core::decoded::Snapshot;
-use std::collections::HashMap;
 
 /// The four sample types of a heap profile, in Go's order (pprof's default, the last,
 /// is `inuse_space`).
@@ -199,10 +199,13 @@ pub fn to_profile(
         .map(|(m, file, id)| b.mapping(m, file, id).0)
         .collect();
     // Per pprof mapping: what symbolization provided (functions, files, lines, dwarf).
-    let mut flags: HashMap<u64, [bool; 4]> = HashMap::new();
+    let mut flags: HashMap<u64, [bool; 4]> = HashMap::default();
     // Location ids by (address, innermost frames trimmed at an allocation site).
-    let mut locations: HashMap<(u64, usize), u64> = HashMap::new();
-    let mut resolved: HashMap<u64, Resolved> = HashMap::new();
+    let mut locations: HashMap<(u64, usize), u64> = HashMap::default();
+    // Per address: its frames and `site::library_lead`, resolved once.
+    let mut resolved: HashMap<u64, (Resolved, (usize, usize))> = HashMap::default();
+    // Per stack: its location ids (buckets of several sizes share a stack).
+    let mut stack_locs: HashMap<u32, Vec<u64>> = HashMap::default();
     let stacks: HashMap<u32, &[u64]> = snap
         .stacks
         .iter()
@@ -217,20 +220,31 @@ pub fn to_profile(
         if values.iter().all(|&v| v == 0) {
             continue;
         }
+        let size = i64::try_from(bucket.size).unwrap_or(i64::MAX);
+        let label = if size != 0 {
+            vec![b.num_label("bytes", size, "")]
+        } else {
+            vec![]
+        };
+        if let Some(locs) = stack_locs.get(&bucket.stack_id) {
+            b.sample(locs.clone(), values.to_vec(), label);
+            continue;
+        }
         let frames = stacks.get(&bucket.stack_id).copied().unwrap_or(&[]);
         for &addr in frames {
-            resolved
-                .entry(addr)
-                .or_insert_with(|| symbols.resolve(addr));
+            resolved.entry(addr).or_insert_with(|| {
+                let r = symbols.resolve(addr);
+                let lead = site::library_lead(r.frames.iter().map(|f| f.function.as_str()));
+                (r, lead)
+            });
         }
         // The allocation site: leaf frames of the allocator's plumbing are trimmed
         // (see `site`), so every reader shows the allocating function as the leaf.
-        let (first, skip) = site::allocation_site(frames.iter().map(|a| {
-            resolved
-                .get(a)
-                .into_iter()
-                .flat_map(|r| r.frames.iter().map(|f| f.function.as_str()))
-        }));
+        let (first, skip) = site::allocation_site_of_leads(
+            frames
+                .iter()
+                .map(|a| resolved.get(a).map_or((0, 0), |r| r.1)),
+        );
         let frames = frames.get(first..).unwrap_or(&[]);
         let mut locs = Vec::with_capacity(frames.len());
         for (k, &addr) in frames.iter().enumerate() {
@@ -238,7 +252,7 @@ pub fn to_profile(
             let id = match locations.get(&(addr, skip)) {
                 Some(&id) => id,
                 None => {
-                    let Some(r) = resolved.get(&addr) else {
+                    let Some((r, _)) = resolved.get(&addr) else {
                         continue;
                     };
                     let mapping_id = r.mapping.and_then(|i| maps.get(i)).copied().unwrap_or(0);
@@ -265,12 +279,7 @@ pub fn to_profile(
             };
             locs.push(id);
         }
-        let size = i64::try_from(bucket.size).unwrap_or(i64::MAX);
-        let label = if size != 0 {
-            vec![b.num_label("bytes", size, "")]
-        } else {
-            vec![]
-        };
+        stack_locs.insert(bucket.stack_id, locs.clone());
         b.sample(locs, values.to_vec(), label);
     }
     progress(total, total);

@@ -74,18 +74,33 @@ where
     I: IntoIterator<Item = F>,
     F: IntoIterator<Item = &'a str>,
 {
-    for (i, names) in stack.into_iter().enumerate() {
-        let mut n = 0;
-        let mut any = false;
-        for name in names {
-            any = true;
-            if !is_library_frame(name) {
-                return (i, n);
-            }
-            n += 1;
+    allocation_site_of_leads(stack.into_iter().map(|names| library_lead(names)))
+}
+
+/// For one address: `(frames, leading library frames)` — how many (inlined) frames it
+/// has and how many of them, innermost first, are allocation plumbing. Computed once
+/// per address, so finding the site of each stack is integer work.
+pub fn library_lead<'a>(names: impl IntoIterator<Item = &'a str>) -> (usize, usize) {
+    let (mut total, mut lead, mut in_lead) = (0, 0, true);
+    for name in names {
+        total += 1;
+        if in_lead && is_library_frame(name) {
+            lead += 1;
+        } else {
+            in_lead = false;
         }
-        if !any {
+    }
+    (total, lead)
+}
+
+/// [`allocation_site`] from each address's [`library_lead`].
+pub fn allocation_site_of_leads(stack: impl IntoIterator<Item = (usize, usize)>) -> (usize, usize) {
+    for (i, (total, lead)) in stack.into_iter().enumerate() {
+        if total == 0 {
             return (i, 0);
+        }
+        if lead < total {
+            return (i, lead);
         }
     }
     // Library frames only: keep the whole stack.

