@@ -11,7 +11,7 @@ use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use sampler_core::decoded::{Bucket, Snapshot, Stack};
 use sampler_core::snapshot::{decode, encode_framed_to_slice, encode_to_slice, encode_to_vec};
-use sampler_core::{Counters, Cycle};
+use sampler_core::{Counters, Cycle, Profiler};
 
 /// A firmware-like snapshot: return addresses in a 256 KiB flash image, call chains
 /// sharing their outer frames (as real stacks do), sizes 16..4096.
@@ -71,7 +71,10 @@ fn workload() -> Snapshot {
 struct ThreadCpu;
 
 fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid out-pointer; the clock id is a constant Linux supports.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
@@ -101,6 +104,30 @@ impl Measurement for ThreadCpu {
         static WALL: WallTime = WallTime;
         WALL.formatter()
     }
+}
+
+/// A profiler holding the workload's stacks and buckets (rate 1: every call recorded).
+fn device_profiler(s: &Snapshot) -> Box<Profiler<256, 4096, 1024, 16, 16>> {
+    let prof = Box::new(Profiler::<256, 4096, 1024, 16, 16>::new(1, 1));
+    for (i, bk) in s.buckets.iter().enumerate() {
+        let frames: Vec<usize> = s.stacks[bk.stack_id as usize]
+            .frames
+            .iter()
+            .map(|&f| f as usize)
+            .collect();
+        prof.record_alloc(
+            (0x1000 + i * 16) as *const u8,
+            bk.size as usize,
+            &frames[..],
+        );
+    }
+    prof.advance_cycle();
+    prof.advance_cycle();
+    assert_eq!(
+        prof.counters().bucket_table_full + prof.counters().stack_table_full,
+        0
+    );
+    prof
 }
 
 fn bench(c: &mut Criterion<ThreadCpu>) {
@@ -135,6 +162,17 @@ fn bench(c: &mut Criterion<ThreadCpu>) {
             })
         },
     );
+    // The device path: the same workload recorded into the profiler's own tables
+    // (`Frames::Usize`, under its lock), written by `write_snapshot_to_slice`.
+    let prof = device_profiler(&s);
+    let device_len = prof.write_snapshot_to_slice(&[], &mut buf).unwrap().len();
+    eprintln!("profiler tables: {device_len} bytes (smaller counts than the synthetic cycles)");
+    g.throughput(Throughput::Bytes(device_len as u64));
+    g.bench_function(
+        BenchmarkId::new("profiler_write_snapshot_to_slice", "1024_buckets"),
+        |b| b.iter(|| prof.write_snapshot_to_slice(&[], &mut buf).unwrap().len()),
+    );
+    g.throughput(Throughput::Bytes(bytes.len() as u64));
     g.bench_function(BenchmarkId::new("decode", "1024_buckets"), |b| {
         b.iter(|| decode(std::hint::black_box(&bytes)).unwrap().buckets.len())
     });
