@@ -11,10 +11,7 @@ pub fn warnings(s: &Snapshot) -> Vec<String> {
     let mut w = Vec::new();
     let mut add = |n: u64, text: &str| {
         if n != 0 {
-            w.push(format!(
-                "{text}",
-                text = text.replace("{n}", &n.to_string())
-            ));
+            w.push(text.replace("{n}", &n.to_string()));
         }
     };
     add(

@@ -194,7 +194,7 @@ mod tests {
         assert_eq!(percentage(1, 200), "  0.5%");
         assert_eq!(percentage(1, 813), " 0.12%");
         assert_eq!(percentage(0, 813), "    0%");
-        assert_eq!(percentage(1, 1_000_000_0), "1e-05%");
+        assert_eq!(percentage(1, 10_000_000), "1e-05%");
         assert_eq!(go_g2(0.0123), "0.012");
         assert_eq!(go_g2(0.99), "0.99");
         assert_eq!(go_g2(0.995), "0.99");

@@ -12,7 +12,7 @@ pub mod site;
 pub use folded::folded;
 pub use legacy::legacy_text;
 #[cfg(feature = "symbolize")]
-pub use resolve::{ElfSource, Resolver};
+pub use resolve::{Loader, Resolver};
 
 use crate::inspect;
 use crate::profile::{Builder, Line, Mapping, Profile};

@@ -8,15 +8,9 @@ use crate::symbolize::{Elf, Source};
 use sampler_core::decoded::Snapshot;
 use std::collections::HashMap;
 
-/// Where an ELF came from: the user named it (a mismatch is an error), or it was found
-/// on disk through a mapping's path (a mismatch is a warning).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ElfSource {
-    /// `--elf FILE` (or a file dropped in the viewer).
-    Given,
-    /// A mapping's path that exists on this machine.
-    Disk,
-}
+/// Reads a mapped file by its path, `None` if there is none (the CLI reads the local
+/// file system; the browser has no such thing).
+pub type Loader<'a> = &'a mut dyn FnMut(&str) -> Option<Vec<u8>>;
 
 /// Symbolizes a snapshot's return addresses with a set of ELFs.
 pub struct Resolver<'s> {
@@ -42,7 +36,7 @@ impl<'s> Resolver<'s> {
     pub fn new(
         snap: &'s Snapshot,
         given: Vec<Elf>,
-        mut load: Option<&mut dyn FnMut(&str) -> Option<Vec<u8>>>,
+        mut load: Option<Loader<'_>>,
     ) -> Result<Self, ConvertError> {
         let firmware = snap.mappings.is_empty();
         let mut by_mapping = vec![None; snap.mappings.len()];
