@@ -50,8 +50,9 @@ pub enum InputError {
     Unknown(Vec<u8>, ProfileError),
 }
 
-/// Decodes bytes as whatever they are: `HSNP` magic = snapshot; gzip = pprof; else
-/// a serial capture if it holds a COBS frame that decodes, else raw pprof protobuf.
+/// Decodes bytes as whatever they are: `HSNP` magic = snapshot; gzip = pprof; else a
+/// serial capture if it holds a COBS frame that decodes (or the magic anywhere: a
+/// capture whose frames are all bad), else raw pprof protobuf.
 pub fn read(bytes: &[u8]) -> Result<Input, InputError> {
     if bytes.is_empty() {
         return Err(InputError::Empty);
@@ -74,30 +75,28 @@ pub fn read(bytes: &[u8]) -> Result<Input, InputError> {
             frames: capture.frames.len(),
         });
     }
+    // COBS leaves the magic intact (it has no zero byte): a capture whose frames all
+    // failed still shows it. A protobuf practically never does.
+    if bytes.windows(4).any(|w| w == snapshot::MAGIC) {
+        let last = capture
+            .frames
+            .iter()
+            .rev()
+            .find_map(|f| f.result.as_ref().err())
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        return Err(InputError::NoGoodFrame {
+            frames: capture.frames.len(),
+            last,
+        });
+    }
     match profile::decode(bytes) {
         Ok(p) => Ok(Input::Profile(p)),
-        Err(pe) => {
-            // A capture whose frames start with the magic but are all broken.
-            let framed = capture.frames.iter().any(|f| f.len > 4);
-            if framed && bytes.windows(4).any(|w| w == snapshot::MAGIC)
-                || bytes.contains(&0) && capture.frames.len() > 1
-            {
-                let last = capture
-                    .frames
-                    .iter()
-                    .rev()
-                    .find_map(|f| f.result.as_ref().err())
-                    .map(|e| e.to_string())
-                    .unwrap_or_default();
-                return Err(InputError::NoGoodFrame {
-                    frames: capture.frames.len(),
-                    last,
-                });
-            }
-            Err(InputError::Unknown(
-                bytes.iter().take(8).copied().collect(),
-                pe,
-            ))
-        }
+        // Parsed as protobuf but breaks a pprof rule: it is a (bad) profile.
+        Err(e @ ProfileError::Invalid(_)) => Err(e.into()),
+        Err(pe) => Err(InputError::Unknown(
+            bytes.iter().take(8).copied().collect(),
+            pe,
+        )),
     }
 }
