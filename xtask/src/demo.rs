@@ -82,7 +82,7 @@ pub fn run(args: &[String]) -> Res {
         name(last)
     ));
     let mut c = Command::new(&heapsnap);
-    c.arg("diff");
+    c.args(["diff", "-n", "8"]);
     if let Some(elf) = &input.elf {
         c.arg("--elf").arg(elf);
     }
@@ -178,10 +178,11 @@ fn host_workload() -> Res<Input> {
     for old in crate::firmware::snapshots_in(&out)? {
         std::fs::remove_file(&old).map_err(|e| format!("{}: {e}", old.display()))?;
     }
+    // The dev profile: full DWARF (the release profile keeps line tables only, whose
+    // short function names hide the crate paths).
     let mut c = tools::cargo();
     c.args([
         "build",
-        "--release",
         "-p",
         "sampler-core",
         "--features",
@@ -190,7 +191,7 @@ fn host_workload() -> Res<Input> {
         "host_workload",
     ]);
     tools::run(&mut c)?;
-    let exe = target_dir().join("release/examples/host_workload");
+    let exe = target_dir().join("debug/examples/host_workload");
     for (i, rounds) in ["10", "40"].iter().enumerate() {
         let snap = out.join(format!("snap-{i:03}.bin"));
         tools::run(Command::new(&exe).arg(&snap).args(["--rounds", rounds]))?;
