@@ -212,6 +212,12 @@ fn viewer_preloads_the_firmware_profile_and_shows_pprofs_top_rows() {
         tip.contains(LEAK_FN),
         "hovering the deepest flame frame does not show the leak: {tip:?}"
     );
+    // Regression: hovering once re-created the canvas and left the flame graph blank.
+    assert!(
+        result["flamePaintedWhileHovering"].as_u64().unwrap_or(0) > 2000,
+        "the flame graph went blank while hovering: {}",
+        result["flamePaintedWhileHovering"]
+    );
 
     let page: Vec<Row> = result["top"]
         .as_array()
