@@ -1,0 +1,129 @@
+//! The decoder's memory is bounded by a small multiple of its input, whatever the
+//! counts claim: measured with a counting global allocator on the inputs that make it
+//! allocate the most per input byte (empty stacks, one-byte frames, minimal buckets).
+#![cfg(feature = "std")]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use sampler_core::decoded::{Bucket, Snapshot, Stack};
+use sampler_core::snapshot::{decode, decode_frames, encode_framed_to_vec, encode_to_vec};
+
+struct Counting;
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let now = LIVE.fetch_add(l.size(), Relaxed) + l.size();
+        PEAK.fetch_max(now, Relaxed);
+        System.alloc(l)
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE.fetch_sub(l.size(), Relaxed);
+        System.dealloc(p, l)
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+/// Peak bytes allocated while `f` runs, above what was live before.
+fn peak_during(f: impl FnOnce()) -> usize {
+    let base = LIVE.load(Relaxed);
+    PEAK.store(base, Relaxed);
+    f();
+    PEAK.load(Relaxed) - base
+}
+
+/// Bytes of heap per input byte the decoder may use (a decoded `Stack` is 32 bytes for
+/// a 2-byte encoding, plus its id in the duplicate check: about 19).
+const PER_BYTE: usize = 24;
+
+fn check(what: &str, bytes: &[u8], peak: usize) {
+    eprintln!(
+        "{what}: {} bytes in, peak {peak} bytes of heap",
+        bytes.len()
+    );
+    assert!(
+        peak <= PER_BYTE * bytes.len() + 4096,
+        "{what}: {peak} bytes of heap for {} bytes of input",
+        bytes.len()
+    );
+}
+
+#[test]
+fn decoder_memory_is_bounded_by_its_input() {
+    let n = 20_000u32;
+    let worst: Vec<(&str, Snapshot)> = vec![
+        (
+            "empty stacks",
+            Snapshot {
+                version: 1,
+                word_size: 8,
+                stacks: (0..n).map(|id| Stack { id, frames: vec![] }).collect(),
+                ..Default::default()
+            },
+        ),
+        (
+            "one-byte frames",
+            Snapshot {
+                version: 1,
+                word_size: 8,
+                stacks: vec![Stack {
+                    id: 0,
+                    frames: vec![0; n as usize * 4],
+                }],
+                ..Default::default()
+            },
+        ),
+        (
+            "minimal buckets",
+            Snapshot {
+                version: 1,
+                word_size: 8,
+                stacks: vec![Stack {
+                    id: 0,
+                    frames: vec![],
+                }],
+                buckets: vec![Bucket::default(); n as usize],
+                ..Default::default()
+            },
+        ),
+    ];
+    for (what, s) in worst {
+        let bytes = encode_to_vec(&s).unwrap();
+        let mut decoded = None;
+        let peak = peak_during(|| decoded = Some(decode(&bytes).unwrap()));
+        assert_eq!(decoded.as_ref(), Some(&s));
+        drop(decoded);
+        check(what, &bytes, peak);
+
+        let framed = encode_framed_to_vec(&s).unwrap();
+        let peak = peak_during(|| assert_eq!(decode_frames(&framed).last_good(), Some(&s)));
+        check(&format!("{what} (framed)"), &framed, peak);
+
+        // Cut right after the counts: the counts alone must not buy an allocation.
+        let head = &bytes[..32];
+        let peak = peak_during(|| assert!(decode(head).is_err()));
+        check(&format!("{what} (first 32 bytes)"), head, peak);
+    }
+
+    // The densest hostile input: 2-byte stacks that all claim id 0. Rejected (after the
+    // CRC), but only once parsed, so it is the worst case for memory per input byte.
+    let s = Snapshot {
+        version: 1,
+        word_size: 8,
+        stacks: vec![
+            Stack {
+                id: 0,
+                frames: vec![]
+            };
+            n as usize
+        ],
+        ..Default::default()
+    };
+    let bytes = encode_to_vec(&s).unwrap();
+    let peak = peak_during(|| assert!(decode(&bytes).is_err()));
+    check("duplicate 2-byte stacks", &bytes, peak);
+}
