@@ -75,10 +75,14 @@ fn leak_lines() -> RangeInclusive<u32> {
 }
 
 /// `heapsnap convert --elf` of one snapshot into a gzipped pprof under `target/firmware-e2e/`.
-fn convert(out: &Path, snap: &Path) -> PathBuf {
+/// `test` names the file, so tests running in parallel never share one.
+fn convert(out: &Path, snap: &Path, test: &str) -> PathBuf {
     let tmp = target_dir().join("firmware-e2e");
     std::fs::create_dir_all(&tmp).unwrap();
-    let pb = tmp.join(snap.with_extension("pb.gz").file_name().unwrap());
+    let pb = tmp.join(format!(
+        "{test}-{}",
+        snap.with_extension("pb.gz").file_name().unwrap().to_string_lossy()
+    ));
     run(Command::new(heapsnap())
         .arg("convert")
         .arg("--elf")
@@ -101,7 +105,7 @@ fn first_top_row(top: &str) -> &str {
 fn pprof_top_names_the_leak_with_file_and_line_from_dwarf() {
     let out = firmware_out();
     let snaps = snapshots(&out);
-    let pb = convert(&out, snaps.last().unwrap());
+    let pb = convert(&out, snaps.last().unwrap(), "top");
     let top = pprof(&["-top", "-sample_index=inuse_space", "-lines"], &pb);
     let row = first_top_row(&top);
     assert!(
@@ -187,7 +191,7 @@ fn viewer_preloads_the_firmware_profile_and_shows_pprofs_top_rows() {
         nm.display()
     );
     let snaps = snapshots(&out);
-    let pb = convert(&out, snaps.last().unwrap());
+    let pb = convert(&out, snaps.last().unwrap(), "viewer");
     let dir = target_dir().join("firmware-e2e/viewer");
     let _ = std::fs::remove_file(dir.join("result.json"));
     run(Command::new("node")
@@ -264,4 +268,55 @@ fn viewer_preloads_the_firmware_profile_and_shows_pprofs_top_rows() {
         theirs.get(..sites),
         "the viewer's top rows differ from go tool pprof -top:\n{text}"
     );
+}
+
+/// The Thumb frame-pointer walker yields whole stacks on the device: the leak's trace
+/// runs from `remember_message` through every caller down to the reset handler, and
+/// the firmware's capacities dropped nothing (every drop counter is zero).
+#[test]
+fn thumb_stacks_are_whole_and_nothing_was_dropped() {
+    let out = firmware_out();
+    let snaps = snapshots(&out);
+    let last = snaps.last().unwrap();
+    let snap = sampler_core::snapshot::decode(&std::fs::read(last).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", last.display()));
+    assert_eq!(snap.word_size, 4, "a Cortex-M3 snapshot has 32-bit frames");
+    let deepest = snap.stacks.iter().map(|s| s.frames.len()).max().unwrap_or(0);
+    assert!(
+        deepest >= 6,
+        "the deepest stack has {deepest} frames: the walker stops early on Thumb"
+    );
+    let c = snap.counters;
+    assert_eq!(
+        (
+            c.stack_table_full,
+            c.bucket_table_full,
+            c.live_map_full,
+            c.truncated_stacks,
+            c.reentrant
+        ),
+        (0, 0, 0, 0, 0),
+        "the firmware's tables overflowed or stacks were cut: {c:?}"
+    );
+
+    let pb = convert(&out, last, "traces");
+    let traces = pprof(&["-traces", "-sample_index=inuse_space"], &pb);
+    let leak = traces
+        .split("-----------+")
+        .find(|t| t.contains(LEAK_FN))
+        .unwrap_or_else(|| panic!("no trace through {LEAK_FN}:\n{traces}"));
+    let frames: Vec<&str> = leak
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .filter(|f| f.contains("::") || *f == "main" || *f == "Reset")
+        .collect();
+    let expected = [
+        "heapsnap_firmware::router::remember_message",
+        "heapsnap_firmware::router::route_message",
+        "heapsnap_firmware::router::Router::handle_message",
+        "heapsnap_firmware::__cortex_m_rt_main",
+        "main",
+        "Reset",
+    ];
+    assert_eq!(frames, expected, "the leak's stack, leaf to root:\n{leak}");
 }
