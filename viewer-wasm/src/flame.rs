@@ -168,7 +168,7 @@ pub fn flame_graph(p: &Props) -> Html {
                 </div>
                 if p.tree.diff {
                     <div>{format!("change {}{} ({})", if n.value > 0 { "+" } else { "" }, fmt(n.value), format_percent(pct(n.value)))}</div>
-                    <div class="muted">{format!("new {} · base {}", fmt(n.grew), fmt(n.shrank))}</div>
+                    <div class="muted">{format!("new {} · base {}", fmt(n.width - n.shrank), fmt(n.shrank))}</div>
                 } else {
                     <div>{format!("{} ({})", fmt(n.value), format_percent(pct(n.value)))}</div>
                     if n.self_value != 0 { <div class="muted">{format!("self {}", fmt(n.self_value))}</div> }

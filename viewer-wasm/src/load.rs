@@ -43,15 +43,13 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: UseReducerDis
         let mut profiles = Vec::new();
         for f in files {
             let name = f.name();
-            let buf = match JsFuture::from(f.array_buffer()).await {
+            let bytes = match read_blob(&f).await {
                 Ok(b) => b,
                 Err(e) => {
-                    dispatch.dispatch(Action::Failed(format!("{name}: cannot read the file ({e:?})")));
+                    dispatch.dispatch(Action::Failed(format!("{name}: cannot read the file ({e})")));
                     return;
                 }
             };
-            let bytes = Uint8Array::new(&buf).to_vec();
-            drop(buf);
             if is_source(&name, &bytes) {
                 sources.push((name, String::from_utf8_lossy(&bytes).into_owned()));
             } else {
@@ -121,6 +119,60 @@ pub fn preload(dispatch: UseReducerDispatcher<State>) {
     });
 }
 
+/// The bytes of a file or response; a gzip stream comes back inflated by the
+/// browser's own `DecompressionStream` (several times faster than inflating in wasm),
+/// capped like the wasm decoder. If the browser cannot inflate it, the raw bytes are
+/// returned and the wasm decoder reports what is wrong with them.
+async fn read_blob(blob: &web_sys::Blob) -> Result<Vec<u8>, String> {
+    let head = blob.slice_with_i32_and_i32(0, 2).map_err(|e| format!("{e:?}"))?;
+    let head = JsFuture::from(head.array_buffer()).await.map_err(|e| format!("{e:?}"))?;
+    if profile::is_gzip(&Uint8Array::new(&head).to_vec()) {
+        if let Ok(raw) = inflate(blob).await {
+            return Ok(raw);
+        }
+    }
+    let buf = JsFuture::from(blob.array_buffer()).await.map_err(|e| format!("{e:?}"))?;
+    Ok(Uint8Array::new(&buf).to_vec())
+}
+
+// web-sys only offers DecompressionStream behind `web_sys_unstable_apis`; these three
+// members are all the viewer needs.
+#[wasm_bindgen::prelude::wasm_bindgen]
+extern "C" {
+    type DecompressionStream;
+    #[wasm_bindgen(constructor, catch)]
+    fn new(format: &str) -> Result<DecompressionStream, wasm_bindgen::JsValue>;
+    #[wasm_bindgen(method, getter)]
+    fn readable(this: &DecompressionStream) -> web_sys::ReadableStream;
+    #[wasm_bindgen(method, getter)]
+    fn writable(this: &DecompressionStream) -> web_sys::WritableStream;
+}
+
+async fn inflate(blob: &web_sys::Blob) -> Result<Vec<u8>, String> {
+    let ds = DecompressionStream::new("gzip").map_err(|e| format!("{e:?}"))?;
+    let pair = web_sys::ReadableWritablePair::new(&ds.readable(), &ds.writable());
+    let reader: web_sys::ReadableStreamDefaultReader =
+        blob.stream().pipe_through(&pair).get_reader().dyn_into().map_err(|_| "no stream reader".to_owned())?;
+    let mut out: Vec<u8> = Vec::new();
+    loop {
+        let chunk = JsFuture::from(reader.read()).await.map_err(|e| format!("{e:?}"))?;
+        let done = js_sys::Reflect::get(&chunk, &"done".into()).map_err(|e| format!("{e:?}"))?;
+        if done.is_truthy() {
+            return Ok(out);
+        }
+        let value: Uint8Array =
+            js_sys::Reflect::get(&chunk, &"value".into()).map_err(|e| format!("{e:?}"))?.dyn_into().map_err(|_| "not bytes")?;
+        let n = value.length() as usize;
+        if out.len() + n > profile::DEFAULT_MAX_INFLATED {
+            let _ = reader.cancel();
+            return Err("too large".into());
+        }
+        let at = out.len();
+        out.resize(at + n, 0);
+        value.copy_to(&mut out[at..]);
+    }
+}
+
 async fn fetch(url: &str) -> Result<Vec<u8>, String> {
     let w = web_sys::window().ok_or("no window")?;
     let resp = JsFuture::from(w.fetch_with_str(url)).await.map_err(|e| format!("cannot fetch {url}: {e:?}"))?;
@@ -128,7 +180,8 @@ async fn fetch(url: &str) -> Result<Vec<u8>, String> {
     if !resp.ok() {
         return Err(format!("cannot fetch {url}: HTTP {}", resp.status()));
     }
-    let buf = resp.array_buffer().map_err(|e| format!("cannot read {url}: {e:?}"))?;
-    let buf = JsFuture::from(buf).await.map_err(|e| format!("cannot read {url}: {e:?}"))?;
-    Ok(Uint8Array::new(&buf).to_vec())
+    let blob = resp.blob().map_err(|e| format!("cannot read {url}: {e:?}"))?;
+    let blob: web_sys::Blob =
+        JsFuture::from(blob).await.map_err(|e| format!("cannot read {url}: {e:?}"))?.dyn_into().map_err(|_| "not a blob")?;
+    read_blob(&blob).await.map_err(|e| format!("cannot read {url}: {e}"))
 }

@@ -22,11 +22,10 @@ pub struct FlameNode {
     pub value: i64,
     /// Net value of samples whose leaf is this node.
     pub self_value: i64,
-    /// Sum of positive sample values (the new profile's share in a diff).
-    pub grew: i64,
     /// Sum of |negative| sample values (the base's share in a diff).
     pub shrank: i64,
-    /// Width in value units: `grew + shrank` (= `value` for ordinary profiles).
+    /// Width in value units: the sum of |sample values| (= `value` for ordinary
+    /// profiles; new + base in a diff, where `width - shrank` is the new share).
     pub width: i64,
     /// Left edge, in value units from the root's left edge.
     pub x: i64,
@@ -130,13 +129,22 @@ impl Index<'_> {
             inlined: false,
             value: 0,
             self_value: 0,
-            grew: 0,
             shrank: 0,
             width: 0,
             x: 0,
             end: 0,
         };
-        let mut nodes = vec![root];
+        // Exact node count first: growing a Vec of a million nodes by doubling would
+        // hold two copies at once (wasm memory never shrinks back).
+        let mut count = 1usize;
+        let mut last: &[u32] = &[];
+        for sp in &spans {
+            let s = slice(sp);
+            count += s.len() - s.iter().zip(last).take_while(|(a, b)| a == b).count();
+            last = s;
+        }
+        let mut nodes = Vec::with_capacity(count);
+        nodes.push(root);
         let mut path: Vec<usize> = vec![0];
         let mut prev: &[u32] = &[];
         for sp in &spans {
@@ -163,9 +171,7 @@ impl Index<'_> {
                 let node = &mut nodes[n];
                 node.value = node.value.wrapping_add(v);
                 node.width = node.width.wrapping_add(v.wrapping_abs());
-                if v > 0 {
-                    node.grew = node.grew.wrapping_add(v);
-                } else {
+                if v < 0 {
                     node.shrank = node.shrank.wrapping_add(v.wrapping_neg());
                 }
             }

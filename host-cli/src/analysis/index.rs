@@ -37,6 +37,10 @@ pub struct Index<'p> {
     /// Per sample: indices of its locations (leaf first), flattened.
     stack_locs: Vec<u32>,
     stack_ranges: Vec<(u32, u32)>,
+    /// Per sample: its frames root first (indices into `frames`), flattened; the
+    /// order every analysis walks, computed once.
+    stack_frames: Vec<u32>,
+    frame_ranges: Vec<(u32, u32)>,
     /// Per sample: labelled as a diff base (`pprof::base=true`).
     base: Vec<bool>,
 }
@@ -103,8 +107,20 @@ impl<'p> Index<'p> {
             stack_ranges.push((start, stack_locs.len() as u32 - start));
             base.push(matches!((bk, bv), (Some(k), Some(v)) if s.label.iter().any(|l| l.key == k && l.str == v)));
         }
+        let mut stack_frames = Vec::new();
+        let mut frame_ranges = Vec::with_capacity(stack_ranges.len());
+        for &(s, n) in &stack_ranges {
+            let start = stack_frames.len() as u32;
+            for &l in stack_locs[s as usize..(s + n) as usize].iter().rev() {
+                let (fs, fnn) = loc_frames[l as usize];
+                stack_frames.extend((fs..fs + fnn).rev());
+            }
+            frame_ranges.push((start, stack_frames.len() as u32 - start));
+        }
         Index {
             profile,
+            stack_frames,
+            frame_ranges,
             names,
             loc_frames,
             frames,
@@ -143,10 +159,8 @@ impl<'p> Index<'p> {
     /// Frames of sample `i` from the root down to the leaf (the order a call tree
     /// reads), each location's outermost line first.
     pub fn root_first(&self, i: usize) -> impl Iterator<Item = &Frame> + '_ {
-        self.sample_locations(i)
-            .iter()
-            .rev()
-            .flat_map(move |&l| self.location_frames(l).iter().rev())
+        let (s, n) = self.frame_ranges[i];
+        self.stack_frames[s as usize..(s + n) as usize].iter().map(move |&f| &self.frames[f as usize])
     }
 
     /// Value of sample `i` at `sample_index` (0 when the sample lacks it).
