@@ -77,7 +77,9 @@ fn build() -> Res<PathBuf> {
     let target_dir = dir.join("target");
     let mut c = tools::cargo();
     c.current_dir(&dir)
-        .args(["build", "--release", "--locked", "--target-dir"])
+        // Not `--locked`: when sampler-core gains a dependency, cargo adds it to the
+        // committed firmware/Cargo.lock (pinned versions stay) instead of failing.
+        .args(["build", "--release", "--target-dir"])
         .arg(&target_dir)
         // Flags from the environment would replace the config's rustflags and drop the
         // frame pointers the stack walker needs.
