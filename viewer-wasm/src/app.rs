@@ -150,12 +150,12 @@ pub fn app() -> Html {
                 None => m.name.clone(),
             };
             let filtered = (!state.focus.is_empty() || !state.ignore.is_empty())
-                .then(|| format!(" · shown {}", format_value(d.top.shown, &d.unit)));
+                .then(|| format!(" · shown {}", format_value(d.shown, &d.unit)));
             html! {
                 <div class="status">
                     <span class="file">{what}</span>
-                    <span>{format!("{st}: {} total{}", format_value(d.top.total, &d.unit), filtered.unwrap_or_default())}</span>
-                    <span class="muted">{format!("{} stacks · {} functions", d.samples, d.top.rows.len())}</span>
+                    <span>{format!("{st}: {} total{}", format_value(d.total, &d.unit), filtered.unwrap_or_default())}</span>
+                    <span class="muted">{format!("{} stacks", d.samples)}</span>
                     if state.base.is_some() { <span class="legend"><i class="grew"></i>{"grew"}<i class="shrank"></i>{"shrank"}</span> }
                 </div>
             }
@@ -194,7 +194,7 @@ pub fn app() -> Html {
         Some(d) => match state.view {
             View::Flame => html! {
                 <FlameGraph tree={d.flame.clone()} zoom={state.zoom.clone()} search={state.search.clone()}
-                    unit={d.unit.clone()} total={d.top.total} generation={state.generation}
+                    unit={d.unit.clone()} total={d.total} generation={state.generation}
                     on_zoom={{ let d = state.dispatcher(); Callback::from(move |z| d.dispatch(Action::Zoom(z))) }}
                     on_source={send(Action::Source)} />
             },

@@ -94,7 +94,13 @@ pub struct Derived {
     pub sample_index: usize,
     /// Its unit ("bytes", "count", …).
     pub unit: String,
-    pub top: TopTable,
+    /// The top table: computed only when the Top view is shown (it is the costly
+    /// part after decoding, and the flame graph comes first).
+    pub top: Option<TopTable>,
+    /// pprof's total for the sample index (what percentages are relative to).
+    pub total: i64,
+    /// Sum of the values the filter keeps.
+    pub shown: i64,
     pub flame: ByPtr<FlameTree>,
     pub source: Option<SourceTable>,
     /// Profile comments (dropped-sample warnings and the like): always shown.
@@ -224,7 +230,12 @@ impl Reducible for State {
                 refresh = Refresh::All;
             }
             Action::Search(q) => s.search = q,
-            Action::View(v) => s.view = v,
+            Action::View(v) => {
+                s.view = v;
+                if v == View::Top && s.derived.as_ref().is_some_and(|d| d.top.is_none()) {
+                    refresh = Refresh::Source;
+                }
+            }
             Action::Zoom(z) => s.zoom = z,
             Action::Source(f) => {
                 s.func = f;
@@ -295,7 +306,10 @@ impl State {
             Err(e) => (Filter::none(), Some(e.to_string())),
         };
         let ix = Index::new(&p);
-        let top = ix.top(si, &filter);
+        let top = (self.view == View::Top).then(|| ix.top(si, &filter));
+        let kept = ix.kept(&filter);
+        let shown = (0..ix.sample_count()).filter(|&i| kept[i]).fold(0i64, |a, i| a.wrapping_add(ix.value(i, si)));
+        let total = ix.total(si);
         let flame = ByPtr(Rc::new(ix.flame(si, &filter)));
         let source = self.source_of(&ix, si, &filter);
         self.derived = Some(Rc::new(Derived {
@@ -303,6 +317,8 @@ impl State {
             sample_index: si,
             unit: p.sample_type.get(si).map(|t| p.str(t.unit).to_owned()).unwrap_or_default(),
             top,
+            total,
+            shown,
             flame,
             source,
             comments: p.comments().into_iter().map(str::to_owned).collect(),
@@ -311,6 +327,7 @@ impl State {
         }));
     }
 
+    /// Recomputes the source view, and the top table if it is shown but missing.
     fn refresh_source(&mut self) {
         let (Some(p), Some(d)) = (self.shown.clone(), self.derived.clone()) else {
             return;
@@ -318,11 +335,17 @@ impl State {
         let filter = Filter::new(&self.focus, &self.ignore).unwrap_or_default();
         let ix = Index::new(&p);
         let source = self.source_of(&ix, d.sample_index, &filter);
+        let top = match (&d.top, self.view) {
+            (None, View::Top) => Some(ix.top(d.sample_index, &filter)),
+            (t, _) => t.clone(),
+        };
         self.derived = Some(Rc::new(Derived {
             sample_types: d.sample_types.clone(),
             sample_index: d.sample_index,
             unit: d.unit.clone(),
-            top: d.top.clone(),
+            top,
+            total: d.total,
+            shown: d.shown,
             flame: d.flame.clone(),
             source,
             comments: d.comments.clone(),

@@ -21,9 +21,10 @@ pub struct Props {
 #[function_component(TopTable)]
 pub fn top_table(p: &Props) -> Html {
     let Some(d) = p.state.derived.as_ref() else { return html! {} };
+    let Some(top) = d.top.as_ref() else { return html! {} };
     let unit = d.unit.as_str();
     let (col, desc) = p.state.sort;
-    let mut rows: Vec<&TopRow> = d.top.rows.iter().collect();
+    let mut rows: Vec<&TopRow> = top.rows.iter().collect();
     match col {
         SortCol::Flat => {}
         SortCol::Cum => rows.sort_by(|a, b| b.cum.abs().cmp(&a.cum.abs()).then_with(|| a.name.cmp(&b.name))),

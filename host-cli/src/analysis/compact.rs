@@ -36,7 +36,61 @@ pub fn decode_compact(bytes: &[u8]) -> Result<Profile, ProfileError> {
     }
 }
 
-type StackMap = HashMap<Box<[u64]>, u32, BuildHasherDefault<Fx>>;
+/// Sample groups being merged, in flat arenas (a million small Vecs would be slow to
+/// build and scattered in memory): group `k` has key `keys[key_at[k]]` (its location
+/// ids then its sign mask) and values `vals[vals_at[k]]`.
+#[derive(Default)]
+struct Groups {
+    /// Hash of (key, base) → the latest group with it; `next` chains equal hashes.
+    map: HashMap<u64, u32, BuildHasherDefault<Fx>>,
+    next: Vec<u32>,
+    keys: Vec<u64>,
+    key_at: Vec<(u32, u32)>,
+    vals: Vec<i64>,
+    vals_at: Vec<(u32, u32)>,
+    base: Vec<bool>,
+}
+
+impl Groups {
+    /// Adds a sample: summed into the group with the same stack, value signs and base
+    /// label (so pprof's total of absolute values is unchanged), else a new group.
+    fn add(&mut self, locs: &mut Vec<u64>, vals: &[i64], base: bool) {
+        let signs = vals.iter().take(64).enumerate().fold(0u64, |m, (k, &v)| m | (u64::from(v < 0) << k));
+        locs.push(signs);
+        let mut h = Fx::default();
+        h.write_u64(u64::from(base));
+        for &w in locs.iter() {
+            h.write_u64(w);
+        }
+        let hash = h.finish();
+        let head = self.map.get(&hash).copied();
+        let mut k = head.unwrap_or(u32::MAX);
+        while k != u32::MAX {
+            let (ks, kn) = self.key_at[k as usize];
+            if self.base[k as usize] == base && self.keys[ks as usize..(ks + kn) as usize] == locs[..] {
+                let (vs, vn) = self.vals_at[k as usize];
+                if vn as usize == vals.len() {
+                    for (a, b) in self.vals[vs as usize..(vs + vn) as usize].iter_mut().zip(vals) {
+                        *a = a.wrapping_add(*b);
+                    }
+                    locs.pop();
+                    return;
+                }
+                break; // differing value counts: kept apart for validation to report
+            }
+            k = self.next[k as usize];
+        }
+        let id = self.base.len() as u32;
+        self.key_at.push((self.keys.len() as u32, locs.len() as u32));
+        self.keys.extend_from_slice(locs);
+        self.vals_at.push((self.vals.len() as u32, vals.len() as u32));
+        self.vals.extend_from_slice(vals);
+        self.base.push(base);
+        self.next.push(head.unwrap_or(u32::MAX));
+        self.map.insert(hash, id);
+        locs.pop();
+    }
+}
 
 /// One top-level field: (tag, wire type, whole field incl. key, payload).
 fn fields(raw: &[u8]) -> impl Iterator<Item = Option<(u64, u64, &[u8], &[u8])>> + '_ {
@@ -102,10 +156,9 @@ fn merged(raw: &[u8]) -> Option<Result<Profile, ProfileError>> {
             n_strings += 1;
         }
     }
-    // Pass 2: samples merged by (stack, base); the rest decoded by prost.
+    // Pass 2: samples merged by (stack, signs, base); the rest decoded by prost.
     let mut rest = Vec::with_capacity(raw.len() / 8);
-    let mut samples: Vec<Sample> = Vec::new();
-    let mut maps: [StackMap; 2] = Default::default();
+    let mut g = Groups::default();
     let (mut locs, mut vals) = (Vec::new(), Vec::new());
     for f in fields(raw) {
         let (tag, wire, whole, body) = f?;
@@ -116,33 +169,25 @@ fn merged(raw: &[u8]) -> Option<Result<Profile, ProfileError>> {
         // Anything unusual: the full prost decoder and validation decide (and say what
         // is wrong, and where).
         let base = read_sample(body, &mut locs, &mut vals, (base_key, base_val), n_strings)?;
-        // Samples merge only when their values have the same signs, so that the sum of
-        // absolute values (pprof's total) is unchanged: the sign mask joins the key.
-        let signs = vals.iter().take(64).enumerate().fold(0u64, |m, (k, &v)| m | (u64::from(v < 0) << k));
-        let n_locs = locs.len();
-        locs.push(signs);
-        let map = &mut maps[usize::from(base)];
-        let found = map.get(locs.as_slice()).copied();
-        if found.is_none() {
-            map.insert(locs.clone().into_boxed_slice(), samples.len() as u32);
-        }
-        locs.truncate(n_locs);
-        if let Some(i) = found {
-            let into = &mut samples[i as usize];
-            if into.value.len() == vals.len() {
-                for (a, b) in into.value.iter_mut().zip(&vals) {
-                    *a = a.wrapping_add(*b);
-                }
-                continue;
-            }
-        }
-        let label = match (base, base_key, base_val) {
-            (true, Some(key), Some(str)) => vec![Label { key, str, num: 0, num_unit: 0 }],
-            _ => Vec::new(),
-        };
-        samples.push(Sample { location_id: locs.clone(), value: vals.clone(), label });
+        g.add(&mut locs, &vals, base);
     }
-    drop(maps);
+    let label = |base: bool| match (base, base_key, base_val) {
+        (true, Some(key), Some(str)) => vec![Label { key, str, num: 0, num_unit: 0 }],
+        _ => Vec::new(),
+    };
+    let samples: Vec<Sample> = (0..g.base.len())
+        .map(|k| {
+            let (ks, kn) = g.key_at[k];
+            let (vs, vn) = g.vals_at[k];
+            Sample {
+                // The key's last word is the sign mask, not a location.
+                location_id: g.keys[ks as usize..(ks + kn - 1) as usize].to_vec(),
+                value: g.vals[vs as usize..(vs + vn) as usize].to_vec(),
+                label: label(g.base[k]),
+            }
+        })
+        .collect();
+    drop(g);
     let mut p = match Profile::decode(rest.as_slice()) {
         Ok(p) => p,
         Err(e) => return Some(Err(e.into())),
