@@ -1,0 +1,118 @@
+//! Property tests of the profile operations over random profiles: the codec round trip
+//! is exact, `diff` is NEW − BASE per stack whatever the inputs (pprof's `-diff_base`
+//! arithmetic), folded output keeps every value, and unsampling is monotone and never
+//! below the sampled value.
+
+use host_cli::convert::{folded, scale_heap_sample};
+use host_cli::profile::{self, Builder, Line, Profile};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+const FUNCS: [&str; 5] = ["main", "serve", "parse", "alloc_buf", "leak"];
+
+/// A profile from stacks of function indices (leaf first) and values.
+fn build(samples: &[(Vec<usize>, i64, i64)]) -> Profile {
+    let mut b = Builder::new();
+    b.sample_type("alloc_space", "bytes");
+    b.sample_type("inuse_space", "bytes");
+    b.period("space", "bytes", 512);
+    for (stack, a, i) in samples {
+        let locs = stack
+            .iter()
+            .map(|&f| {
+                let fid = b.function(FUNCS[f], "", "src/lib.rs", 0);
+                b.location(
+                    0,
+                    0x1000 + f as u64 * 0x10,
+                    vec![Line {
+                        function_id: fid,
+                        line: f as i64 + 1,
+                        column: 0,
+                    }],
+                    false,
+                )
+            })
+            .collect();
+        b.sample(locs, vec![*a, *i], vec![]);
+    }
+    b.finish()
+}
+
+/// Net value per stack (by function names, leaf first).
+fn per_stack(p: &Profile) -> BTreeMap<Vec<String>, (i64, i64)> {
+    let mut m: BTreeMap<Vec<String>, (i64, i64)> = BTreeMap::new();
+    for s in &p.sample {
+        let names = s
+            .location_id
+            .iter()
+            .map(|id| {
+                let l = p.location.iter().find(|l| l.id == *id).unwrap();
+                let f = p
+                    .function
+                    .iter()
+                    .find(|f| f.id == l.line[0].function_id)
+                    .unwrap();
+                p.str(f.name).to_owned()
+            })
+            .collect();
+        let e = m.entry(names).or_default();
+        e.0 += s.value[0];
+        e.1 += s.value[1];
+    }
+    m.retain(|_, v| *v != (0, 0));
+    m
+}
+
+fn samples() -> impl Strategy<Value = Vec<(Vec<usize>, i64, i64)>> {
+    prop::collection::vec(
+        (
+            prop::collection::vec(0..FUNCS.len(), 1..5),
+            0..10_000i64,
+            0..10_000i64,
+        ),
+        0..20,
+    )
+}
+
+proptest! {
+    #[test]
+    fn codec_round_trip(s in samples()) {
+        let p = build(&s);
+        prop_assert_eq!(profile::decode(&profile::encode(&p)).unwrap(), p);
+    }
+
+    #[test]
+    fn diff_is_new_minus_base_per_stack(base in samples(), new in samples()) {
+        let (b, n) = (build(&base), build(&new));
+        let d = profile::diff(&b, &n).unwrap();
+        d.check_valid().unwrap();
+        let mut want = per_stack(&n);
+        for (k, v) in per_stack(&b) {
+            let e = want.entry(k).or_default();
+            e.0 -= v.0;
+            e.1 -= v.1;
+        }
+        want.retain(|_, v| *v != (0, 0));
+        prop_assert_eq!(per_stack(&d), want);
+    }
+
+    #[test]
+    fn folded_keeps_every_value(s in samples()) {
+        let p = build(&s);
+        for i in 0..2 {
+            let total: i64 = folded(&p, i).lines().map(|l| l.rsplit(' ').next().unwrap().parse::<i64>().unwrap()).sum();
+            let want: i64 = p.sample.iter().map(|x| x.value[i]).sum();
+            prop_assert_eq!(total, want);
+        }
+    }
+
+    #[test]
+    fn unsampling_scales_up_monotonically(count in 1i64..1000, size in 1i64..100_000, rate in 2i64..1_000_000) {
+        let (c, b) = scale_heap_sample(count, count * size, rate);
+        prop_assert!(c >= count && b >= count * size);
+        // Bigger objects are likelier to be sampled: they are scaled up less.
+        let (_, b2) = scale_heap_sample(count, count * size * 2, rate);
+        prop_assert!(b2 as f64 / (count * size * 2) as f64 <= b as f64 / (count * size) as f64 + 1e-9);
+        prop_assert_eq!(scale_heap_sample(count, count * size, 1), (count, count * size));
+    }
+}
