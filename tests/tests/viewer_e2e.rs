@@ -16,9 +16,15 @@ use std::process::Command;
 
 /// `www/` with a built bundle.
 fn www() -> PathBuf {
-    let www = std::env::var_os("HEAPSNAP_WWW").map(PathBuf::from).unwrap_or_else(|| repo_root().join("www"));
+    let www = std::env::var_os("HEAPSNAP_WWW")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("www"));
     let wasm = www.join("pkg/viewer_bg.wasm");
-    assert!(wasm.is_file(), "{} is missing: build the viewer with `cargo xtask viewer` (or run `cargo xtask test`)", wasm.display());
+    assert!(
+        wasm.is_file(),
+        "{} is missing: build the viewer with `cargo xtask viewer` (or run `cargo xtask test`)",
+        wasm.display()
+    );
     www
 }
 
@@ -51,9 +57,15 @@ struct Row {
 fn parse_pprof_top(text: &str) -> Vec<Row> {
     let num = |s: &str| -> i64 {
         let digits = s.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-        digits.parse().unwrap_or_else(|_| panic!("pprof value {s:?}"))
+        digits
+            .parse()
+            .unwrap_or_else(|_| panic!("pprof value {s:?}"))
     };
-    let pct = |s: &str| -> f64 { s.trim_end_matches('%').parse().unwrap_or_else(|_| panic!("pprof percentage {s:?}")) };
+    let pct = |s: &str| -> f64 {
+        s.trim_end_matches('%')
+            .parse()
+            .unwrap_or_else(|_| panic!("pprof percentage {s:?}"))
+    };
     text.lines()
         .skip_while(|l| !l.trim_start().starts_with("flat  flat%"))
         .skip(1)
@@ -62,8 +74,18 @@ fn parse_pprof_top(text: &str) -> Vec<Row> {
             let f: Vec<&str> = l.split_whitespace().collect();
             assert!(f.len() >= 6, "unexpected pprof line {l:?}");
             let name = f[5..].join(" ");
-            let name = name.trim_end_matches(" (inline)").trim_end_matches(" (partial-inline)").to_owned();
-            Row { name, flat: num(f[0]), flat_pct: pct(f[1]), sum_pct: pct(f[2]), cum: num(f[3]), cum_pct: pct(f[4]) }
+            let name = name
+                .trim_end_matches(" (inline)")
+                .trim_end_matches(" (partial-inline)")
+                .to_owned();
+            Row {
+                name,
+                flat: num(f[0]),
+                flat_pct: pct(f[1]),
+                sum_pct: pct(f[2]),
+                cum: num(f[3]),
+                cum_pct: pct(f[4]),
+            }
         })
         .collect()
 }
@@ -98,11 +120,28 @@ fn pct_close(ours: f64, pprof: f64) -> bool {
 
 fn assert_same_table(what: &str, ours: &[Row], theirs: &[Row]) {
     let names = |r: &[Row]| r.iter().map(|r| r.name.clone()).collect::<Vec<_>>();
-    assert_eq!(names(ours), names(theirs), "{what}: rows (in order) differ from go tool pprof -top");
+    assert_eq!(
+        names(ours),
+        names(theirs),
+        "{what}: rows (in order) differ from go tool pprof -top"
+    );
     for (a, b) in ours.iter().zip(theirs) {
-        assert_eq!((a.flat, a.cum), (b.flat, b.cum), "{what}: {} flat/cum differ from pprof", a.name);
-        for (x, y, col) in [(a.flat_pct, b.flat_pct, "flat%"), (a.sum_pct, b.sum_pct, "sum%"), (a.cum_pct, b.cum_pct, "cum%")] {
-            assert!(pct_close(x, y), "{what}: {} {col} is {x} in the viewer, {y} in pprof", a.name);
+        assert_eq!(
+            (a.flat, a.cum),
+            (b.flat, b.cum),
+            "{what}: {} flat/cum differ from pprof",
+            a.name
+        );
+        for (x, y, col) in [
+            (a.flat_pct, b.flat_pct, "flat%"),
+            (a.sum_pct, b.sum_pct, "sum%"),
+            (a.cum_pct, b.cum_pct, "cum%"),
+        ] {
+            assert!(
+                pct_close(x, y),
+                "{what}: {} {col} is {x} in the viewer, {y} in pprof",
+                a.name
+            );
         }
     }
 }
@@ -129,60 +168,175 @@ fn viewer_shows_pprof_top_for_every_sample_type_of_a_go_heap_profile() {
         .arg(&source)
         .arg(&dir)
         .env("HEAPSNAP_NODE_MODULES", &nm));
-    let result: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).expect("result.json"))
-        .expect("result.json is JSON");
+    let result: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("result.json")).expect("result.json"),
+    )
+    .expect("result.json is JSON");
     eprintln!("screenshots: {}/{{flame,top,source}}.png", dir.display());
 
-    assert_eq!(result["errors"], Value::Array(vec![]), "uncaught errors in the page");
+    assert_eq!(
+        result["errors"],
+        Value::Array(vec![]),
+        "uncaught errors in the page"
+    );
     let err = result["malformedError"].as_str().unwrap_or_default();
-    assert!(err.contains("truncated.pb.gz") && err.contains("gzip"), "malformed file error: {err:?}");
-    assert_eq!(result["errorAfterGoodFile"], Value::Bool(false), "the error stays after a good file");
+    assert!(
+        err.contains("truncated.pb.gz") && err.contains("gzip"),
+        "malformed file error: {err:?}"
+    );
+    assert_eq!(
+        result["errorAfterGoodFile"],
+        Value::Bool(false),
+        "the error stays after a good file"
+    );
 
-    let types: Vec<&str> = result["sampleTypes"].as_array().expect("types").iter().filter_map(Value::as_str).collect();
-    assert_eq!(types, ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space"]);
-    assert_eq!(result["defaultSampleType"], "inuse_space", "pprof's default: the last sample type");
+    let types: Vec<&str> = result["sampleTypes"]
+        .as_array()
+        .expect("types")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "alloc_objects",
+            "alloc_space",
+            "inuse_objects",
+            "inuse_space"
+        ]
+    );
+    assert_eq!(
+        result["defaultSampleType"], "inuse_space",
+        "pprof's default: the last sample type"
+    );
     for st in &types {
-        let text = pprof(&["-top", "-nodefraction=0", "-unit=bytes", &format!("-sample_index={st}")], &profile);
+        let text = pprof(
+            &[
+                "-top",
+                "-nodefraction=0",
+                "-unit=bytes",
+                &format!("-sample_index={st}"),
+            ],
+            &profile,
+        );
         let theirs = parse_pprof_top(&text);
-        assert!(theirs.len() >= 5, "pprof printed too few rows for {st}:\n{text}");
+        assert!(
+            theirs.len() >= 5,
+            "pprof printed too few rows for {st}:\n{text}"
+        );
         assert_same_table(st, &page_rows(&result["tables"][st]), &theirs);
         let painted = result["flamePixels"][st]["painted"].as_u64().unwrap_or(0);
-        assert!(painted > 2000, "{st}: the flame canvas is (nearly) blank: {} painted pixels", painted);
+        assert!(
+            painted > 2000,
+            "{st}: the flame canvas is (nearly) blank: {} painted pixels",
+            painted
+        );
     }
 
     let focus = parse_pprof_top(&pprof(
-        &["-top", "-nodefraction=0", "-unit=bytes", "-sample_index=inuse_space", "-focus=main\\.nested"],
+        &[
+            "-top",
+            "-nodefraction=0",
+            "-unit=bytes",
+            "-sample_index=inuse_space",
+            "-focus=main\\.nested",
+        ],
         &profile,
     ));
-    assert_same_table("focus main\\.nested", &page_rows(&result["focusNested"]), &focus);
+    assert_same_table(
+        "focus main\\.nested",
+        &page_rows(&result["focusNested"]),
+        &focus,
+    );
 
-    let mut by_name: Vec<String> = result["tables"]["inuse_space"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap().to_owned()).collect();
+    let mut by_name: Vec<String> = result["tables"]["inuse_space"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_owned())
+        .collect();
     by_name.sort();
     by_name.reverse();
-    let sorted: Vec<String> = result["sortedByName"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_owned()).collect();
-    assert_eq!(sorted.iter().collect::<std::collections::BTreeSet<_>>(), by_name.iter().collect(), "sorting lost rows");
-    assert!(sorted == by_name || sorted.iter().rev().eq(by_name.iter()), "name sort: {sorted:?}");
+    let sorted: Vec<String> = result["sortedByName"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        sorted.iter().collect::<std::collections::BTreeSet<_>>(),
+        by_name.iter().collect(),
+        "sorting lost rows"
+    );
+    assert!(
+        sorted == by_name || sorted.iter().rev().eq(by_name.iter()),
+        "name sort: {sorted:?}"
+    );
 
     let tip = result["tooltip"].as_str().unwrap_or_default();
-    assert!(tip.contains('%') && tip.contains("main"), "hover tooltip: {tip:?}");
+    assert!(
+        tip.contains('%') && tip.contains("main"),
+        "hover tooltip: {tip:?}"
+    );
 
     let without = result["sourceWithoutText"].as_str().unwrap_or_default();
-    assert!(without.contains("main.leakLarge") && without.contains("Drop main.go"), "source view without text: {without:?}");
-    let hot = result["sourceHotLines"].as_array().expect("hot lines");
-    let leak_flat = page_rows(&result["tables"]["inuse_space"]).iter().find(|r| r.name == "main.leakLarge").unwrap().flat;
-    assert_eq!(hot.iter().map(|l| l["flat"].as_i64().unwrap_or(0)).sum::<i64>(), leak_flat, "source lines' flat sum");
     assert!(
-        hot.iter().any(|l| l["code"].as_str().unwrap_or_default().contains("make([]byte, 1<<20)")),
+        without.contains("main.leakLarge") && without.contains("Drop main.go"),
+        "source view without text: {without:?}"
+    );
+    let hot = result["sourceHotLines"].as_array().expect("hot lines");
+    let leak_flat = page_rows(&result["tables"]["inuse_space"])
+        .iter()
+        .find(|r| r.name == "main.leakLarge")
+        .unwrap()
+        .flat;
+    assert_eq!(
+        hot.iter()
+            .map(|l| l["flat"].as_i64().unwrap_or(0))
+            .sum::<i64>(),
+        leak_flat,
+        "source lines' flat sum"
+    );
+    assert!(
+        hot.iter().any(|l| l["code"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("make([]byte, 1<<20)")),
         "the hot line shows the allocating code: {hot:?}"
     );
 
     let after = &result["afterReload"];
-    assert_eq!(after["sampleType"], "alloc_space", "sample type survives a reload ({})", after["hash"]);
+    assert_eq!(
+        after["sampleType"], "alloc_space",
+        "sample type survives a reload ({})",
+        after["hash"]
+    );
     assert_eq!(after["ignore"], "churn");
-    assert!(!after["names"].as_array().unwrap().iter().any(|n| n == "main.churn"), "ignore=churn still applied after reload");
-    assert!(result["zoomCrumbs"].as_array().map_or(0, Vec::len) >= 2, "click did not zoom: {}", result["zoomCrumbs"]);
-    assert_eq!(result["cspBlocksOtherOrigins"], Value::Bool(true), "a fetch to another origin was not blocked by the CSP");
+    assert!(
+        !after["names"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "main.churn"),
+        "ignore=churn still applied after reload"
+    );
+    assert!(
+        result["zoomCrumbs"].as_array().map_or(0, Vec::len) >= 2,
+        "click did not zoom: {}",
+        result["zoomCrumbs"]
+    );
+    assert_eq!(
+        result["cspBlocksOtherOrigins"],
+        Value::Bool(true),
+        "a fetch to another origin was not blocked by the CSP"
+    );
     for shot in ["flame.png", "top.png", "source.png"] {
-        assert!(dir.join(shot).metadata().map(|m| m.len() > 10_000).unwrap_or(false), "screenshot {shot} missing or empty");
+        assert!(
+            dir.join(shot)
+                .metadata()
+                .map(|m| m.len() > 10_000)
+                .unwrap_or(false),
+            "screenshot {shot} missing or empty"
+        );
     }
 }

@@ -67,7 +67,11 @@ pub fn app() -> Html {
                 .and_then(|el| el.closest(".base-drop").ok().flatten())
                 .is_some();
             let files = files_of(e.data_transfer().and_then(|dt| dt.files()));
-            load::read_files(files, if on_base { Slot::Base } else { Slot::Main }, d.clone());
+            load::read_files(
+                files,
+                if on_base { Slot::Base } else { Slot::Main },
+                d.clone(),
+            );
         })
     };
     let send = |f: fn(String) -> Action| {
@@ -144,7 +148,11 @@ pub fn app() -> Html {
     });
     let status = match (&state.main, &derived) {
         (Some(m), Some(d)) => {
-            let st = d.sample_types.get(d.sample_index).map(|t| t.0.as_str()).unwrap_or("");
+            let st = d
+                .sample_types
+                .get(d.sample_index)
+                .map(|t| t.0.as_str())
+                .unwrap_or("");
             let what = match &state.base {
                 Some(b) => format!("{} − {}", m.name, b.name),
                 None => m.name.clone(),
@@ -174,14 +182,20 @@ pub fn app() -> Html {
     let filter_error = derived.as_ref().and_then(|d| d.filter_error.clone()).map(|e| {
         html! { <div class="error soft" data-testid="filter-error" role="alert">{format!("Filter not applied: {e}")}</div> }
     });
-    let comments = derived.as_ref().filter(|d| !d.comments.is_empty()).map(|d| {
-        html! {
-            <ul class="comments" data-testid="comments">
-                { for d.comments.iter().map(|c| html! { <li>{c.clone()}</li> }) }
-            </ul>
-        }
-    });
-    let loading = state.loading.as_ref().map(|l| html! { <div class="loading">{format!("Reading {l}…")}</div> });
+    let comments = derived
+        .as_ref()
+        .filter(|d| !d.comments.is_empty())
+        .map(|d| {
+            html! {
+                <ul class="comments" data-testid="comments">
+                    { for d.comments.iter().map(|c| html! { <li>{c.clone()}</li> }) }
+                </ul>
+            }
+        });
+    let loading = state
+        .loading
+        .as_ref()
+        .map(|l| html! { <div class="loading">{format!("Reading {l}…")}</div> });
     let main = match &derived {
         None => html! {
             <section class="empty">

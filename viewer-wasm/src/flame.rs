@@ -47,7 +47,11 @@ impl Matcher {
         if q.is_empty() {
             return None;
         }
-        Some(Regex::new(q).map(Matcher::Re).unwrap_or_else(|_| Matcher::Sub(q.to_owned())))
+        Some(
+            Regex::new(q)
+                .map(Matcher::Re)
+                .unwrap_or_else(|_| Matcher::Sub(q.to_owned())),
+        )
     }
     fn is_match(&self, s: &str) -> bool {
         match self {
@@ -83,24 +87,33 @@ pub fn flame_graph(p: &Props) -> Html {
         let canvas = canvas.clone();
         let tree = p.tree.clone();
         let generation = p.generation;
-        use_effect_with((tree, zoom, p.search.clone(), *resize, generation), move |(tree, zoom, search, _, generation)| {
-            if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
-                draw(&c, tree, *zoom, Matcher::new(search).as_ref());
-                if *painted.borrow() != *generation {
-                    *painted.borrow_mut() = *generation;
-                    crate::load::mark("flame-painted");
+        use_effect_with(
+            (tree, zoom, p.search.clone(), *resize, generation),
+            move |(tree, zoom, search, _, generation)| {
+                if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
+                    draw(&c, tree, *zoom, Matcher::new(search).as_ref());
+                    if *painted.borrow() != *generation {
+                        *painted.borrow_mut() = *generation;
+                        crate::load::mark("flame-painted");
+                    }
                 }
-            }
-        });
+            },
+        );
     }
     let onmousemove = {
         let hover = hover.clone();
         let tree = p.tree.clone();
         Callback::from(move |e: MouseEvent| {
-            let Some(c) = e.target_dyn_into::<HtmlCanvasElement>() else { return };
-            let (x, y) = (e.offset_x() as f64, e.offset_y() as f64);
-            let hit = hit(&c, &tree, zoom, x, y);
-            let new = hit.map(|node| Hover { node, x, y });
+            let Some(c) = e.target_dyn_into::<HtmlCanvasElement>() else {
+                return;
+            };
+            let hit = hit(&c, &tree, zoom, e.offset_x() as f64, e.offset_y() as f64);
+            // The tooltip is placed in viewport coordinates (never clipped by the box).
+            let new = hit.map(|node| Hover {
+                node,
+                x: e.client_x() as f64,
+                y: e.client_y() as f64,
+            });
             if *hover != new {
                 hover.set(new);
             }
@@ -112,14 +125,22 @@ pub fn flame_graph(p: &Props) -> Html {
     };
     let path_to = {
         let tree = p.tree.clone();
-        move |i: usize| -> Vec<String> { tree.path(i).into_iter().skip(1).map(|j| tree.name(j).to_owned()).collect() }
+        move |i: usize| -> Vec<String> {
+            tree.path(i)
+                .into_iter()
+                .skip(1)
+                .map(|j| tree.name(j).to_owned())
+                .collect()
+        }
     };
     let onclick = {
         let tree = p.tree.clone();
         let on_zoom = p.on_zoom.clone();
         let path_to = path_to.clone();
         Callback::from(move |e: MouseEvent| {
-            let Some(c) = e.target_dyn_into::<HtmlCanvasElement>() else { return };
+            let Some(c) = e.target_dyn_into::<HtmlCanvasElement>() else {
+                return;
+            };
             if let Some(i) = hit(&c, &tree, zoom, e.offset_x() as f64, e.offset_y() as f64) {
                 on_zoom.emit(path_to(i));
             }
@@ -129,7 +150,9 @@ pub fn flame_graph(p: &Props) -> Html {
         let tree = p.tree.clone();
         let on_source = p.on_source.clone();
         Callback::from(move |e: MouseEvent| {
-            let Some(c) = e.target_dyn_into::<HtmlCanvasElement>() else { return };
+            let Some(c) = e.target_dyn_into::<HtmlCanvasElement>() else {
+                return;
+            };
             if let Some(i) = hit(&c, &tree, zoom, e.offset_x() as f64, e.offset_y() as f64) {
                 if i != 0 {
                     on_source.emit(tree.name(i).to_owned());
@@ -159,10 +182,16 @@ pub fn flame_graph(p: &Props) -> Html {
         let n = &p.tree.nodes[h.node];
         let pct = |v: i64| if p.total == 0 { 0.0 } else { v as f64 / p.total as f64 * 100.0 };
         let fmt = |v: i64| format_value(v, &p.unit);
-        let left = h.x as i64 + 14;
-        let top = h.y as i64 + 14;
+        let vw = web_sys::window().and_then(|w| w.inner_width().ok()).and_then(|v| v.as_f64()).unwrap_or(1e9);
+        // Right of the pointer, or left of it near the right edge.
+        let horizontal = if h.x > vw - 440.0 {
+            format!("right:{}px", (vw - h.x) as i64 + 14)
+        } else {
+            format!("left:{}px", h.x as i64 + 14)
+        };
+        let top = h.y as i64 + 16;
         html! {
-            <div class="tooltip" style={format!("left:{left}px;top:{top}px")}>
+            <div class="tooltip" style={format!("{horizontal};top:{top}px")}>
                 <div class="tt-name">{p.tree.name(h.node)}
                     if n.inlined { <span class="badge inl">{"inlined"}</span> }
                 </div>
@@ -218,26 +247,48 @@ fn hit(c: &HtmlCanvasElement, tree: &FlameTree, zoom: usize, x: f64, y: f64) -> 
 
 /// Draws the tree zoomed on `zoom` (ancestors span the full width).
 fn draw(c: &HtmlCanvasElement, tree: &FlameTree, zoom: usize, search: Option<&Matcher>) {
-    let Some(parent) = c.parent_element() else { return };
+    let Some(parent) = c.parent_element() else {
+        return;
+    };
     let width = parent.client_width().max(100) as f64;
     let (x0, k) = scale(tree, zoom, width);
     let zn = &tree.nodes[zoom];
     // Depth of the visible part: ancestors plus the zoomed subtree.
-    let max_depth = tree.nodes[zoom..zn.end as usize].iter().map(|n| n.depth).max().unwrap_or(0);
+    let max_depth = tree.nodes[zoom..zn.end as usize]
+        .iter()
+        .map(|n| n.depth)
+        .max()
+        .unwrap_or(0);
     let height = (max_depth as f64 + 1.0) * ROW + 1.0;
-    let dpr = web_sys::window().map(|w| w.device_pixel_ratio()).unwrap_or(1.0).max(1.0);
+    let dpr = web_sys::window()
+        .map(|w| w.device_pixel_ratio())
+        .unwrap_or(1.0)
+        .max(1.0);
     c.set_width((width * dpr).round() as u32);
     c.set_height((height * dpr).round() as u32);
-    let _ = c.style().set_property("width", &format!("{}px", width as i64));
-    let _ = c.style().set_property("height", &format!("{}px", height as i64));
-    let Some(ctx) = c.get_context("2d").ok().flatten().and_then(|x| x.dyn_into::<CanvasRenderingContext2d>().ok()) else {
+    let _ = c
+        .style()
+        .set_property("width", &format!("{}px", width as i64));
+    let _ = c
+        .style()
+        .set_property("height", &format!("{}px", height as i64));
+    let Some(ctx) = c
+        .get_context("2d")
+        .ok()
+        .flatten()
+        .and_then(|x| x.dyn_into::<CanvasRenderingContext2d>().ok())
+    else {
         return;
     };
     let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
     ctx.clear_rect(0.0, 0.0, width, height);
     ctx.set_font("12px ui-monospace, 'SF Mono', Menlo, Consolas, monospace");
     ctx.set_text_baseline("middle");
-    let char_w = ctx.measure_text("abcdefghijklmnopqrstuvwxyz").map(|m| m.width() / 26.0).unwrap_or(7.0).max(1.0);
+    let char_w = ctx
+        .measure_text("abcdefghijklmnopqrstuvwxyz")
+        .map(|m| m.width() / 26.0)
+        .unwrap_or(7.0)
+        .max(1.0);
     let (lo, hi) = (x0, x0 + zn.width.max(1) as f64);
     let mut i = 0;
     while i < tree.nodes.len() {
@@ -267,8 +318,16 @@ fn draw(c: &HtmlCanvasElement, tree: &FlameTree, zoom: usize, search: Option<&Ma
         if pw > 3.0 * char_w {
             let room = ((pw - 8.0) / char_w).floor() as usize;
             let label = fit(name, room);
-            ctx.set_fill_style_str(if matched == Some(false) { "#6b6b6b" } else { "#1c1917" });
-            let _ = ctx.fill_text(&label, px + if n.inlined { 6.0 } else { 4.0 }, py + ROW / 2.0);
+            ctx.set_fill_style_str(if matched == Some(false) {
+                "#6b6b6b"
+            } else {
+                "#1c1917"
+            });
+            let _ = ctx.fill_text(
+                &label,
+                px + if n.inlined { 6.0 } else { 4.0 },
+                py + ROW / 2.0,
+            );
         }
         i += 1;
     }
@@ -291,16 +350,27 @@ fn fit(name: &str, room: usize) -> String {
 /// Fill colour: warm hues by name (stable across reloads), lighter when inlined;
 /// in a diff, red for growth and blue for shrinkage by the net share; search matches
 /// in violet and the rest greyed.
-fn color(name: &str, n: &host_cli::analysis::FlameNode, diff: bool, matched: Option<bool>) -> String {
+fn color(
+    name: &str,
+    n: &host_cli::analysis::FlameNode,
+    diff: bool,
+    matched: Option<bool>,
+) -> String {
     if n.name == u32::MAX {
         return "hsl(30, 22%, 84%)".into(); // the root: neutral
     }
-    let h = name.bytes().fold(2166136261u32, |h, b| (h ^ b as u32).wrapping_mul(16777619));
+    let h = name
+        .bytes()
+        .fold(2166136261u32, |h, b| (h ^ b as u32).wrapping_mul(16777619));
     if matched == Some(true) {
         return format!("hsl(280, 62%, {}%)", 70 + (h % 8));
     }
     if diff {
-        let r = if n.width == 0 { 0.0 } else { n.value as f64 / n.width as f64 };
+        let r = if n.width == 0 {
+            0.0
+        } else {
+            n.value as f64 / n.width as f64
+        };
         let (hue, s) = if r >= 0.0 { (4, r) } else { (214, -r) };
         let sat = (20.0 + 65.0 * s) as u32;
         let light = (88.0 - 30.0 * s) as u32;

@@ -20,7 +20,11 @@ pub fn initial_state() -> State {
     s.search = get("search");
     s.func = get("fn");
     let z = get("zoom");
-    s.zoom = if z.is_empty() { Vec::new() } else { z.split(';').map(str::to_owned).collect() };
+    s.zoom = if z.is_empty() {
+        Vec::new()
+    } else {
+        z.split(';').map(str::to_owned).collect()
+    };
     s
 }
 
@@ -44,7 +48,12 @@ pub fn encode(s: &State) -> String {
     if !si.is_empty() {
         p.append("si", &si);
     }
-    for (k, v) in [("focus", &s.focus), ("ignore", &s.ignore), ("search", &s.search), ("fn", &s.func)] {
+    for (k, v) in [
+        ("focus", &s.focus),
+        ("ignore", &s.ignore),
+        ("search", &s.search),
+        ("fn", &s.func),
+    ] {
         if !v.is_empty() {
             p.append(k, v);
         }
@@ -58,11 +67,18 @@ pub fn encode(s: &State) -> String {
 /// Replaces the URL hash without adding a history entry or firing `hashchange`.
 pub fn write(hash: &str) {
     let Some(w) = web_sys::window() else { return };
-    if w.location().hash().ok().as_deref().map(|h| h.trim_start_matches('#')) == Some(hash) {
+    if w.location()
+        .hash()
+        .ok()
+        .as_deref()
+        .map(|h| h.trim_start_matches('#'))
+        == Some(hash)
+    {
         return;
     }
     if let Ok(h) = w.history() {
-        let _ = h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&format!("#{hash}")));
+        let _ =
+            h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&format!("#{hash}")));
     }
 }
 
@@ -70,5 +86,7 @@ pub fn write(hash: &str) {
 pub fn preload_url(key: &str) -> Option<String> {
     let loc = web_sys::window()?.location();
     let q = UrlSearchParams::new_with_str(&loc.search().ok()?).ok()?;
-    q.get(key).or_else(|| hash_params()?.get(key)).filter(|s| !s.is_empty())
+    q.get(key)
+        .or_else(|| hash_params()?.get(key))
+        .filter(|s| !s.is_empty())
 }

@@ -20,7 +20,9 @@ pub use state::{regex_escape, View};
 /// Entry point called by the wasm-bindgen glue: mounts the app on `#app` (or `<body>`).
 #[wasm_bindgen::prelude::wasm_bindgen(start)]
 pub fn start() {
-    let root = web_sys::window().and_then(|w| w.document()).and_then(|d| d.get_element_by_id("app"));
+    let root = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id("app"));
     match root {
         Some(r) => yew::Renderer::<app::App>::with_root(r).render(),
         None => yew::Renderer::<app::App>::new().render(),

@@ -11,8 +11,8 @@ use yew::UseReducerDispatcher;
 
 /// File name endings treated as source text rather than profiles.
 const SOURCE_EXT: &[&str] = &[
-    "go", "rs", "c", "h", "cc", "cpp", "cxx", "hh", "hpp", "hxx", "s", "S", "py", "java", "kt", "js", "ts", "zig",
-    "swift", "m", "mm", "cs", "rb",
+    "go", "rs", "c", "h", "cc", "cpp", "cxx", "hh", "hpp", "hxx", "s", "S", "py", "java", "kt",
+    "js", "ts", "zig", "swift", "m", "mm", "cs", "rb",
 ];
 
 /// A performance mark the benchmark reads (`heapsnap:<name>`).
@@ -24,7 +24,10 @@ pub fn mark(name: &str) {
 
 fn is_source(name: &str, bytes: &[u8]) -> bool {
     let ext = name.rsplit('.').next().unwrap_or("");
-    name.contains('.') && SOURCE_EXT.contains(&ext) && !profile::is_gzip(bytes) && std::str::from_utf8(bytes).is_ok()
+    name.contains('.')
+        && SOURCE_EXT.contains(&ext)
+        && !profile::is_gzip(bytes)
+        && std::str::from_utf8(bytes).is_ok()
 }
 
 /// Reads `files` (from an `<input type=file>` or a drop) and dispatches the results.
@@ -35,7 +38,13 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: UseReducerDis
         return;
     }
     mark("file-selected");
-    dispatch.dispatch(Action::Loading(files.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")));
+    dispatch.dispatch(Action::Loading(
+        files
+            .iter()
+            .map(|f| f.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+    ));
     wasm_bindgen_futures::spawn_local(async move {
         let mut sources = Vec::new();
         // (name, modified, decoded or error): each file's bytes are dropped as soon as
@@ -46,7 +55,9 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: UseReducerDis
             let bytes = match read_blob(&f).await {
                 Ok(b) => b,
                 Err(e) => {
-                    dispatch.dispatch(Action::Failed(format!("{name}: cannot read the file ({e})")));
+                    dispatch.dispatch(Action::Failed(format!(
+                        "{name}: cannot read the file ({e})"
+                    )));
                     return;
                 }
             };
@@ -80,13 +91,26 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: UseReducerDis
 }
 
 /// Dispatches a decoded profile, or the error naming the file.
-fn deliver(name: String, decoded: Result<Profile, ProfileError>, bytes: usize, slot: Slot, dispatch: &UseReducerDispatcher<State>) {
+fn deliver(
+    name: String,
+    decoded: Result<Profile, ProfileError>,
+    bytes: usize,
+    slot: Slot,
+    dispatch: &UseReducerDispatcher<State>,
+) {
     match decoded {
         Ok(p) => {
             mark("decoded");
-            dispatch.dispatch(Action::Loaded { slot, name, profile: p, bytes })
+            dispatch.dispatch(Action::Loaded {
+                slot,
+                name,
+                profile: p,
+                bytes,
+            })
         }
-        Err(e) => dispatch.dispatch(Action::Failed(format!("{name} is not a usable pprof profile: {e}"))),
+        Err(e) => dispatch.dispatch(Action::Failed(format!(
+            "{name} is not a usable pprof profile: {e}"
+        ))),
     }
 }
 
@@ -101,7 +125,9 @@ fn decode_into(name: String, bytes: Vec<u8>, slot: Slot, dispatch: &UseReducerDi
 /// Fetches the profiles named by `?profile=URL` / `?base=URL` (same origin only: the
 /// Content-Security-Policy forbids anything else).
 pub fn preload(dispatch: UseReducerDispatcher<State>) {
-    let Some(url) = crate::hash::preload_url("profile") else { return };
+    let Some(url) = crate::hash::preload_url("profile") else {
+        return;
+    };
     let base = crate::hash::preload_url("base");
     mark("file-selected");
     dispatch.dispatch(Action::Loading(url.clone()));
@@ -124,14 +150,20 @@ pub fn preload(dispatch: UseReducerDispatcher<State>) {
 /// capped like the wasm decoder. If the browser cannot inflate it, the raw bytes are
 /// returned and the wasm decoder reports what is wrong with them.
 async fn read_blob(blob: &web_sys::Blob) -> Result<Vec<u8>, String> {
-    let head = blob.slice_with_i32_and_i32(0, 2).map_err(|e| format!("{e:?}"))?;
-    let head = JsFuture::from(head.array_buffer()).await.map_err(|e| format!("{e:?}"))?;
+    let head = blob
+        .slice_with_i32_and_i32(0, 2)
+        .map_err(|e| format!("{e:?}"))?;
+    let head = JsFuture::from(head.array_buffer())
+        .await
+        .map_err(|e| format!("{e:?}"))?;
     if profile::is_gzip(&Uint8Array::new(&head).to_vec()) {
         if let Ok(raw) = inflate(blob).await {
             return Ok(raw);
         }
     }
-    let buf = JsFuture::from(blob.array_buffer()).await.map_err(|e| format!("{e:?}"))?;
+    let buf = JsFuture::from(blob.array_buffer())
+        .await
+        .map_err(|e| format!("{e:?}"))?;
     Ok(Uint8Array::new(&buf).to_vec())
 }
 
@@ -151,17 +183,25 @@ extern "C" {
 async fn inflate(blob: &web_sys::Blob) -> Result<Vec<u8>, String> {
     let ds = DecompressionStream::new("gzip").map_err(|e| format!("{e:?}"))?;
     let pair = web_sys::ReadableWritablePair::new(&ds.readable(), &ds.writable());
-    let reader: web_sys::ReadableStreamDefaultReader =
-        blob.stream().pipe_through(&pair).get_reader().dyn_into().map_err(|_| "no stream reader".to_owned())?;
+    let reader: web_sys::ReadableStreamDefaultReader = blob
+        .stream()
+        .pipe_through(&pair)
+        .get_reader()
+        .dyn_into()
+        .map_err(|_| "no stream reader".to_owned())?;
     let mut out: Vec<u8> = Vec::new();
     loop {
-        let chunk = JsFuture::from(reader.read()).await.map_err(|e| format!("{e:?}"))?;
+        let chunk = JsFuture::from(reader.read())
+            .await
+            .map_err(|e| format!("{e:?}"))?;
         let done = js_sys::Reflect::get(&chunk, &"done".into()).map_err(|e| format!("{e:?}"))?;
         if done.is_truthy() {
             return Ok(out);
         }
-        let value: Uint8Array =
-            js_sys::Reflect::get(&chunk, &"value".into()).map_err(|e| format!("{e:?}"))?.dyn_into().map_err(|_| "not bytes")?;
+        let value: Uint8Array = js_sys::Reflect::get(&chunk, &"value".into())
+            .map_err(|e| format!("{e:?}"))?
+            .dyn_into()
+            .map_err(|_| "not bytes")?;
         let n = value.length() as usize;
         if out.len() + n > profile::DEFAULT_MAX_INFLATED {
             let _ = reader.cancel();
@@ -175,13 +215,22 @@ async fn inflate(blob: &web_sys::Blob) -> Result<Vec<u8>, String> {
 
 async fn fetch(url: &str) -> Result<Vec<u8>, String> {
     let w = web_sys::window().ok_or("no window")?;
-    let resp = JsFuture::from(w.fetch_with_str(url)).await.map_err(|e| format!("cannot fetch {url}: {e:?}"))?;
+    let resp = JsFuture::from(w.fetch_with_str(url))
+        .await
+        .map_err(|e| format!("cannot fetch {url}: {e:?}"))?;
     let resp: web_sys::Response = resp.dyn_into().map_err(|_| format!("cannot fetch {url}"))?;
     if !resp.ok() {
         return Err(format!("cannot fetch {url}: HTTP {}", resp.status()));
     }
-    let blob = resp.blob().map_err(|e| format!("cannot read {url}: {e:?}"))?;
-    let blob: web_sys::Blob =
-        JsFuture::from(blob).await.map_err(|e| format!("cannot read {url}: {e:?}"))?.dyn_into().map_err(|_| "not a blob")?;
-    read_blob(&blob).await.map_err(|e| format!("cannot read {url}: {e}"))
+    let blob = resp
+        .blob()
+        .map_err(|e| format!("cannot read {url}: {e:?}"))?;
+    let blob: web_sys::Blob = JsFuture::from(blob)
+        .await
+        .map_err(|e| format!("cannot read {url}: {e:?}"))?
+        .dyn_into()
+        .map_err(|_| "not a blob")?;
+    read_blob(&blob)
+        .await
+        .map_err(|e| format!("cannot read {url}: {e}"))
 }

@@ -14,7 +14,10 @@ pub struct Props {
 }
 
 /// The dropped file whose path is the longest suffix of `file` at a `/` boundary.
-pub fn match_source<'a>(file: &str, dropped: &'a [(String, Rc<str>)]) -> Option<&'a (String, Rc<str>)> {
+pub fn match_source<'a>(
+    file: &str,
+    dropped: &'a [(String, Rc<str>)],
+) -> Option<&'a (String, Rc<str>)> {
     let file = file.replace('\\', "/");
     dropped
         .iter()
@@ -30,9 +33,13 @@ pub fn source_view(p: &Props) -> Html {
     let d = p.state.derived.as_ref();
     let Some(src) = d.and_then(|d| d.source.as_ref()) else {
         let msg = if p.state.func.is_empty() {
-            "Pick a function in the top table (or double-click a flame frame) to see its lines.".to_owned()
+            "Pick a function in the top table (or double-click a flame frame) to see its lines."
+                .to_owned()
         } else {
-            format!("{} has no samples for this sample type and filter.", p.state.func)
+            format!(
+                "{} has no samples for this sample type and filter.",
+                p.state.func
+            )
         };
         return html! { <section class="source" data-testid="source-view"><p class="empty-note">{msg}</p></section> };
     };
@@ -53,7 +60,12 @@ pub fn source_view(p: &Props) -> Html {
 }
 
 fn max_cum(src: &SourceTable) -> i64 {
-    src.lines.iter().map(|l| l.cum.abs()).max().unwrap_or(0).max(1)
+    src.lines
+        .iter()
+        .map(|l| l.cum.abs())
+        .max()
+        .unwrap_or(0)
+        .max(1)
 }
 
 fn row(line: i64, flat: i64, cum: i64, code: Option<&str>, unit: &str, max: i64) -> Html {
@@ -72,15 +84,36 @@ fn row(line: i64, flat: i64, cum: i64, code: Option<&str>, unit: &str, max: i64)
 
 fn with_text(src: &SourceTable, text: &str, unit: &str) -> Html {
     let lines: Vec<&str> = text.lines().collect();
-    let vals: HashMap<i64, (i64, i64)> = src.lines.iter().map(|l| (l.line, (l.flat, l.cum))).collect();
-    let first = src.lines.iter().map(|l| l.line).filter(|&l| l > 0).min().unwrap_or(1);
-    let first = if src.start_line > 0 { src.start_line.min(first) } else { first };
+    let vals: HashMap<i64, (i64, i64)> = src
+        .lines
+        .iter()
+        .map(|l| (l.line, (l.flat, l.cum)))
+        .collect();
+    let first = src
+        .lines
+        .iter()
+        .map(|l| l.line)
+        .filter(|&l| l > 0)
+        .min()
+        .unwrap_or(1);
+    let first = if src.start_line > 0 {
+        src.start_line.min(first)
+    } else {
+        first
+    };
     let last = src.lines.iter().map(|l| l.line).max().unwrap_or(first);
     let (from, to) = ((first - 2).max(1), (last + 4).min(lines.len() as i64));
     let max = max_cum(src);
     let rows = (from..=to).map(|n| {
         let (f, c) = vals.get(&n).copied().unwrap_or((0, 0));
-        row(n, f, c, Some(lines.get((n - 1) as usize).copied().unwrap_or("")), unit, max)
+        row(
+            n,
+            f,
+            c,
+            Some(lines.get((n - 1) as usize).copied().unwrap_or("")),
+            unit,
+            max,
+        )
     });
     html! {
         <table class="src">

@@ -143,7 +143,12 @@ pub struct State {
 /// Everything that changes the state.
 pub enum Action {
     Loading(String),
-    Loaded { slot: Slot, name: String, profile: Profile, bytes: usize },
+    Loaded {
+        slot: Slot,
+        name: String,
+        profile: Profile,
+        bytes: usize,
+    },
     Failed(String),
     DismissError,
     ClearBase,
@@ -195,8 +200,17 @@ impl Reducible for State {
         let mut refresh = Refresh::None;
         match action {
             Action::Loading(what) => s.loading = Some(what),
-            Action::Loaded { slot, name, profile, bytes } => {
-                let l = Rc::new(Loaded { name, profile: Rc::new(profile), bytes });
+            Action::Loaded {
+                slot,
+                name,
+                profile,
+                bytes,
+            } => {
+                let l = Rc::new(Loaded {
+                    name,
+                    profile: Rc::new(profile),
+                    bytes,
+                });
                 match slot {
                     Slot::Main => s.main = Some(l),
                     Slot::Base => s.base = Some(l),
@@ -249,7 +263,11 @@ impl Reducible for State {
                 refresh = Refresh::All;
             }
             Action::Sort(c) => {
-                s.sort = if s.sort.0 == c { (c, !s.sort.1) } else { (c, c != SortCol::Name) };
+                s.sort = if s.sort.0 == c {
+                    (c, !s.sort.1)
+                } else {
+                    (c, c != SortCol::Name)
+                };
             }
             Action::Sources(files) => {
                 s.loading = None;
@@ -284,7 +302,10 @@ impl State {
             (Some(m), Some(b)) => match profile::diff(&b.profile, &m.profile) {
                 Ok(d) => Some(Rc::new(d)),
                 Err(e) => {
-                    self.error = Some(format!("cannot compare {} against base {}: {e}", m.name, b.name));
+                    self.error = Some(format!(
+                        "cannot compare {} against base {}: {e}",
+                        m.name, b.name
+                    ));
                     self.base = None;
                     Some(m.profile.clone())
                 }
@@ -300,7 +321,9 @@ impl State {
             self.derived = None;
             return;
         };
-        let si = p.sample_index(&self.sample).unwrap_or_else(|_| p.default_sample_index());
+        let si = p
+            .sample_index(&self.sample)
+            .unwrap_or_else(|_| p.default_sample_index());
         let (filter, filter_error) = match Filter::new(&self.focus, &self.ignore) {
             Ok(f) => (f, None),
             Err(e) => (Filter::none(), Some(e.to_string())),
@@ -308,14 +331,24 @@ impl State {
         let ix = Index::new(&p);
         let top = (self.view == View::Top).then(|| ix.top(si, &filter));
         let kept = ix.kept(&filter);
-        let shown = (0..ix.sample_count()).filter(|&i| kept[i]).fold(0i64, |a, i| a.wrapping_add(ix.value(i, si)));
+        let shown = (0..ix.sample_count())
+            .filter(|&i| kept[i])
+            .fold(0i64, |a, i| a.wrapping_add(ix.value(i, si)));
         let total = ix.total(si);
         let flame = ByPtr(Rc::new(ix.flame(si, &filter)));
         let source = self.source_of(&ix, si, &filter);
         self.derived = Some(Rc::new(Derived {
-            sample_types: p.sample_types().into_iter().map(|(a, b)| (a.to_owned(), b.to_owned())).collect(),
+            sample_types: p
+                .sample_types()
+                .into_iter()
+                .map(|(a, b)| (a.to_owned(), b.to_owned()))
+                .collect(),
             sample_index: si,
-            unit: p.sample_type.get(si).map(|t| p.str(t.unit).to_owned()).unwrap_or_default(),
+            unit: p
+                .sample_type
+                .get(si)
+                .map(|t| p.str(t.unit).to_owned())
+                .unwrap_or_default(),
             top,
             total,
             shown,

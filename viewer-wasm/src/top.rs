@@ -20,14 +20,23 @@ pub struct Props {
 
 #[function_component(TopTable)]
 pub fn top_table(p: &Props) -> Html {
-    let Some(d) = p.state.derived.as_ref() else { return html! {} };
-    let Some(top) = d.top.as_ref() else { return html! {} };
+    let Some(d) = p.state.derived.as_ref() else {
+        return html! {};
+    };
+    let Some(top) = d.top.as_ref() else {
+        return html! {};
+    };
     let unit = d.unit.as_str();
     let (col, desc) = p.state.sort;
     let mut rows: Vec<&TopRow> = top.rows.iter().collect();
     match col {
         SortCol::Flat => {}
-        SortCol::Cum => rows.sort_by(|a, b| b.cum.abs().cmp(&a.cum.abs()).then_with(|| a.name.cmp(&b.name))),
+        SortCol::Cum => rows.sort_by(|a, b| {
+            b.cum
+                .abs()
+                .cmp(&a.cum.abs())
+                .then_with(|| a.name.cmp(&b.name))
+        }),
         SortCol::Name => rows.sort_by(|a, b| b.name.cmp(&a.name)),
     }
     if !desc {
@@ -40,7 +49,15 @@ pub fn top_table(p: &Props) -> Html {
     let diff = d.flame.diff;
     let head = |label: &'static str, c: SortCol, class: &'static str| {
         let on_sort = p.on_sort.clone();
-        let arrow = if col == c { if desc { " ▾" } else { " ▴" } } else { "" };
+        let arrow = if col == c {
+            if desc {
+                " ▾"
+            } else {
+                " ▴"
+            }
+        } else {
+            ""
+        };
         html! {
             <th class={classes!(class, "sortable")} onclick={Callback::from(move |_| on_sort.emit(c))}
                 aria-sort={if col == c { if desc { "descending" } else { "ascending" } } else { "none" }}>
@@ -48,7 +65,15 @@ pub fn top_table(p: &Props) -> Html {
             </th>
         }
     };
-    let sign = |v: i64| if !diff || v == 0 { "" } else if v > 0 { "grew" } else { "shrank" };
+    let sign = |v: i64| {
+        if !diff || v == 0 {
+            ""
+        } else if v > 0 {
+            "grew"
+        } else {
+            "shrank"
+        }
+    };
     let body = rows.iter().map(|r| {
         let name = r.name.clone();
         let on_source = p.on_source.clone();
@@ -108,5 +133,9 @@ pub fn top_table(p: &Props) -> Html {
 /// A float as JavaScript prints it (shortest round-trip), without Rust's float
 /// formatting code in the bundle.
 fn raw(v: f64) -> String {
-    String::from(js_sys::Number::from(v).to_string_with_radix(10).unwrap_or_else(|_| "NaN".into()))
+    String::from(
+        js_sys::Number::from(v)
+            .to_string_with_radix(10)
+            .unwrap_or_else(|_| "NaN".into()),
+    )
 }

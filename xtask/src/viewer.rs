@@ -35,10 +35,20 @@ pub fn build(release: bool) -> Res<PathBuf> {
     let profile = if release { "wasm-release" } else { "dev" };
     step(&format!("building viewer-wasm ({profile}, {TARGET})"));
     let mut c = cargo();
-    c.args(["build", "-p", "viewer-wasm", "--target", TARGET, "--profile", profile]);
+    c.args([
+        "build",
+        "-p",
+        "viewer-wasm",
+        "--target",
+        TARGET,
+        "--profile",
+        profile,
+    ]);
     tools::run(&mut c)?;
     let dir = if release { "wasm-release" } else { "debug" };
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| tools::root().join("target"));
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| tools::root().join("target"));
     let wasm = target_dir.join(TARGET).join(dir).join("viewer_wasm.wasm");
     let www = tools::root().join("www");
     let pkg = www.join("pkg");
@@ -46,7 +56,14 @@ pub fn build(release: bool) -> Res<PathBuf> {
     step("wasm-bindgen --target web");
     tools::run(
         Command::new(&bindgen)
-            .args(["--target", "web", "--no-typescript", "--out-name", "viewer", "--out-dir"])
+            .args([
+                "--target",
+                "web",
+                "--no-typescript",
+                "--out-name",
+                "viewer",
+                "--out-dir",
+            ])
             .arg(&pkg)
             .arg(&wasm),
     )?;
@@ -116,7 +133,11 @@ fn report(pkg: &Path, release: bool) -> Res {
     println!("viewer bundle ({}):", pkg.display());
     println!("  viewer_bg.wasm {:>9}  gzip {:>9}", kib(w), kib(wg));
     println!("  viewer.js      {:>9}  gzip {:>9}", kib(j), kib(jg));
-    println!("  total          {:>9}  gzip {:>9}", kib(w + j), kib(wg + jg));
+    println!(
+        "  total          {:>9}  gzip {:>9}",
+        kib(w + j),
+        kib(wg + jg)
+    );
     if release {
         let ok = |v: u64, b: u64| if v <= b { "ok" } else { "OVER" };
         println!(
@@ -133,12 +154,18 @@ fn report(pkg: &Path, release: bool) -> Res {
 }
 
 fn size(p: &Path) -> Res<u64> {
-    std::fs::metadata(p).map(|m| m.len()).map_err(|e| format!("{}: {e}", p.display()))
+    std::fs::metadata(p)
+        .map(|m| m.len())
+        .map_err(|e| format!("{}: {e}", p.display()))
 }
 
 /// Size after `gzip -9` (what a static host serves).
 fn gz_size(p: &Path) -> Res<u64> {
-    let out = Command::new("gzip").args(["-9", "-c"]).arg(p).output().map_err(|e| format!("gzip: {e}"))?;
+    let out = Command::new("gzip")
+        .args(["-9", "-c"])
+        .arg(p)
+        .output()
+        .map_err(|e| format!("gzip: {e}"))?;
     if !out.status.success() {
         return Err(format!("gzip {} failed", p.display()));
     }

@@ -55,7 +55,11 @@ impl Groups {
     /// Adds a sample: summed into the group with the same stack, value signs and base
     /// label (so pprof's total of absolute values is unchanged), else a new group.
     fn add(&mut self, locs: &mut Vec<u64>, vals: &[i64], base: bool) {
-        let signs = vals.iter().take(64).enumerate().fold(0u64, |m, (k, &v)| m | (u64::from(v < 0) << k));
+        let signs = vals
+            .iter()
+            .take(64)
+            .enumerate()
+            .fold(0u64, |m, (k, &v)| m | (u64::from(v < 0) << k));
         locs.push(signs);
         let mut h = Fx::default();
         h.write_u64(u64::from(base));
@@ -67,10 +71,15 @@ impl Groups {
         let mut k = head.unwrap_or(u32::MAX);
         while k != u32::MAX {
             let (ks, kn) = self.key_at[k as usize];
-            if self.base[k as usize] == base && self.keys[ks as usize..(ks + kn) as usize] == locs[..] {
+            if self.base[k as usize] == base
+                && self.keys[ks as usize..(ks + kn) as usize] == locs[..]
+            {
                 let (vs, vn) = self.vals_at[k as usize];
                 if vn as usize == vals.len() {
-                    for (a, b) in self.vals[vs as usize..(vs + vn) as usize].iter_mut().zip(vals) {
+                    for (a, b) in self.vals[vs as usize..(vs + vn) as usize]
+                        .iter_mut()
+                        .zip(vals)
+                    {
                         *a = a.wrapping_add(*b);
                     }
                     locs.pop();
@@ -81,9 +90,11 @@ impl Groups {
             k = self.next[k as usize];
         }
         let id = self.base.len() as u32;
-        self.key_at.push((self.keys.len() as u32, locs.len() as u32));
+        self.key_at
+            .push((self.keys.len() as u32, locs.len() as u32));
         self.keys.extend_from_slice(locs);
-        self.vals_at.push((self.vals.len() as u32, vals.len() as u32));
+        self.vals_at
+            .push((self.vals.len() as u32, vals.len() as u32));
         self.vals.extend_from_slice(vals);
         self.base.push(base);
         self.next.push(head.unwrap_or(u32::MAX));
@@ -172,7 +183,12 @@ fn merged(raw: &[u8]) -> Option<Result<Profile, ProfileError>> {
         g.add(&mut locs, &vals, base);
     }
     let label = |base: bool| match (base, base_key, base_val) {
-        (true, Some(key), Some(str)) => vec![Label { key, str, num: 0, num_unit: 0 }],
+        (true, Some(key), Some(str)) => vec![Label {
+            key,
+            str,
+            num: 0,
+            num_unit: 0,
+        }],
         _ => Vec::new(),
     };
     let samples: Vec<Sample> = (0..g.base.len())
@@ -291,7 +307,9 @@ impl Hasher for Fx {
     fn write(&mut self, bytes: &[u8]) {
         let mut chunks = bytes.chunks_exact(8);
         for c in &mut chunks {
-            self.write_u64(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
+            self.write_u64(u64::from_le_bytes([
+                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
+            ]));
         }
         for &b in chunks.remainder() {
             self.write_u64(u64::from(b));

@@ -106,14 +106,17 @@ impl Index<'_> {
         let mut seq: Vec<u32> = Vec::new();
         let mut spans: Vec<(u32, u32, i64)> = Vec::new();
         let mut diff = false;
-        for i in 0..self.sample_count() {
+        for (i, &keep) in kept.iter().enumerate() {
             let v = self.value(i, sample_index);
-            if v == 0 || !kept[i] {
+            if v == 0 || !keep {
                 continue;
             }
             diff |= v < 0;
             let start = seq.len() as u32;
-            seq.extend(self.root_first(i).map(|f| rank[f.node as usize] << 1 | u32::from(f.inlined)));
+            seq.extend(
+                self.root_first(i)
+                    .map(|f| rank[f.node as usize] << 1 | u32::from(f.inlined)),
+            );
             spans.push((start, seq.len() as u32 - start, v));
         }
         let slice = |s: &(u32, u32, i64)| &seq[s.0 as usize..(s.0 + s.1) as usize];
@@ -121,7 +124,11 @@ impl Index<'_> {
         // node's self value lands right of its children.
         spans.sort_unstable_by(|a, b| {
             let (a, b) = (slice(a), slice(b));
-            a.iter().zip(b).map(|(x, y)| x.cmp(y)).find(|o| o.is_ne()).unwrap_or_else(|| b.len().cmp(&a.len()))
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| x.cmp(y))
+                .find(|o| o.is_ne())
+                .unwrap_or_else(|| b.len().cmp(&a.len()))
         });
         let root = FlameNode {
             name: u32::MAX,
@@ -184,6 +191,10 @@ impl Index<'_> {
         for o in path {
             nodes[o].end = len;
         }
-        FlameTree { nodes, names: self.names.clone(), diff }
+        FlameTree {
+            nodes,
+            names: self.names.clone(),
+            diff,
+        }
     }
 }

@@ -60,9 +60,23 @@ impl<'p> Index<'p> {
             name_ids.insert(s, i);
             i
         };
-        let func_pos: FxMap<u64, u32> = profile.function.iter().enumerate().map(|(i, f)| (f.id, i as u32)).collect();
-        let map_pos: FxMap<u64, u32> = profile.mapping.iter().enumerate().map(|(i, m)| (m.id, i as u32)).collect();
-        let map_file = |id: u64| map_pos.get(&id).map_or("", |&i| profile.str(profile.mapping[i as usize].filename));
+        let func_pos: FxMap<u64, u32> = profile
+            .function
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.id, i as u32))
+            .collect();
+        let map_pos: FxMap<u64, u32> = profile
+            .mapping
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.id, i as u32))
+            .collect();
+        let map_file = |id: u64| {
+            map_pos
+                .get(&id)
+                .map_or("", |&i| profile.str(profile.mapping[i as usize].filename))
+        };
         let mut frames = Vec::new();
         let mut loc_frames = Vec::with_capacity(profile.location.len());
         for loc in &profile.location {
@@ -160,7 +174,9 @@ impl<'p> Index<'p> {
     /// reads), each location's outermost line first.
     pub fn root_first(&self, i: usize) -> impl Iterator<Item = &Frame> + '_ {
         let (s, n) = self.frame_ranges[i];
-        self.stack_frames[s as usize..(s + n) as usize].iter().map(move |&f| &self.frames[f as usize])
+        self.stack_frames[s as usize..(s + n) as usize]
+            .iter()
+            .map(move |&f| &self.frames[f as usize])
     }
 
     /// Value of sample `i` at `sample_index` (0 when the sample lacks it).
@@ -210,9 +226,18 @@ impl<'p> Index<'p> {
             return vec![true; n];
         }
         let locs = &self.profile.location;
-        let map_pos: FxMap<u64, u32> =
-            self.profile.mapping.iter().enumerate().map(|(i, m)| (m.id, i as u32)).collect();
-        let map_file = |id: u64| map_pos.get(&id).map(|&i| self.profile.str(self.profile.mapping[i as usize].filename));
+        let map_pos: FxMap<u64, u32> = self
+            .profile
+            .mapping
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.id, i as u32))
+            .collect();
+        let map_file = |id: u64| {
+            map_pos
+                .get(&id)
+                .map(|&i| self.profile.str(self.profile.mapping[i as usize].filename))
+        };
         let matches = |re: &Regex, li: usize| -> bool {
             let loc = &locs[li];
             self.location_frames(li as u32).iter().any(|f| {

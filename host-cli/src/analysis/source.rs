@@ -50,9 +50,9 @@ impl Index<'_> {
         // (function index, votes): which of the same-named functions supplies the file.
         let mut file_votes: Vec<(u32, i64)> = Vec::new();
         let mut seen_lines: Vec<i64> = Vec::new();
-        for i in 0..self.sample_count() {
+        for (i, &keep) in kept.iter().enumerate() {
             let v = self.value(i, sample_index);
-            if v == 0 || !kept[i] {
+            if v == 0 || !keep {
                 continue;
             }
             seen_lines.clear();

@@ -226,7 +226,10 @@ fn diff_against_base_shows_growth_relative_to_base_total() {
     assert!(f.diff);
     let a = f.find_path(&["main", "a"]).unwrap();
     // new 350 (150 + 200), base 100: net +250 over a width of 450.
-    assert_eq!((f.nodes[a].value, f.nodes[a].shrank, f.nodes[a].width), (250, 100, 450));
+    assert_eq!(
+        (f.nodes[a].value, f.nodes[a].shrank, f.nodes[a].width),
+        (250, 100, 450)
+    );
 }
 
 #[test]
@@ -300,7 +303,12 @@ fn compact_decode_agrees_with_prost_on_mutated_input() {
     let bytes_key = p.string_table.len() as i64;
     p.string_table.push("bytes".into());
     for (k, s) in p.sample.iter_mut().enumerate() {
-        s.label.push(profile::Label { key: bytes_key, str: 0, num: 64 * k as i64, num_unit: bytes_key });
+        s.label.push(profile::Label {
+            key: bytes_key,
+            str: 0,
+            num: 64 * k as i64,
+            num_unit: bytes_key,
+        });
     }
     let raw = p.encode_to_vec();
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
@@ -323,20 +331,37 @@ fn compact_decode_agrees_with_prost_on_mutated_input() {
         }
         let full = profile::decode(&b);
         let compact = decode_compact(&b);
-        assert_eq!(full.is_ok(), compact.is_ok(), "round {round}: prost {:?} vs compact {:?}", full.as_ref().err(), compact.as_ref().err());
+        assert_eq!(
+            full.is_ok(),
+            compact.is_ok(),
+            "round {round}: prost {:?} vs compact {:?}",
+            full.as_ref().err(),
+            compact.as_ref().err()
+        );
         match (full, compact) {
             (Ok(f), Ok(c)) => {
                 accepted += 1;
                 for si in 0..f.sample_type.len() {
-                    assert_eq!(top(&f, si, &Filter::none()), top(&c, si, &Filter::none()), "round {round}");
+                    assert_eq!(
+                        top(&f, si, &Filter::none()),
+                        top(&c, si, &Filter::none()),
+                        "round {round}"
+                    );
                 }
             }
             (Err(a), Err(b)) => {
                 rejected += 1;
-                assert_eq!(a.to_string(), b.to_string(), "round {round}: same error message");
+                assert_eq!(
+                    a.to_string(),
+                    b.to_string(),
+                    "round {round}: same error message"
+                );
             }
             _ => unreachable!(),
         }
     }
-    assert!(accepted > 100 && rejected > 100, "mutations exercised both paths: {accepted} ok, {rejected} errors");
+    assert!(
+        accepted > 100 && rejected > 100,
+        "mutations exercised both paths: {accepted} ok, {rejected} errors"
+    );
 }

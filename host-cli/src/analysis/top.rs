@@ -1,8 +1,8 @@
 //! The top table: `go tool pprof -top -nodefraction=0` at function granularity.
 
+use super::index::FxMap;
 use super::{Filter, Index};
 use crate::profile::Profile;
-use super::index::FxMap;
 
 /// How a function appears under its callers, as pprof labels it in `-top`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,9 +68,9 @@ impl Index<'_> {
         let mut called = vec![false; n];
         let kept = self.kept(filter);
         let mut shown = 0i64;
-        for i in 0..self.sample_count() {
+        for (i, &keep) in kept.iter().enumerate() {
             let v = self.value(i, sample_index);
-            if v == 0 || !kept[i] {
+            if v == 0 || !keep {
                 continue;
             }
             shown = shown.wrapping_add(v);
@@ -83,7 +83,9 @@ impl Index<'_> {
                 }
                 if let Some(p) = parent.filter(|&p| p != node) {
                     if can_inline[node as usize] {
-                        let e = edges.entry(u64::from(p) << 32 | u64::from(node)).or_insert(u32::from(f.inlined));
+                        let e = edges
+                            .entry(u64::from(p) << 32 | u64::from(node))
+                            .or_insert(u32::from(f.inlined));
                         *e &= u32::from(f.inlined);
                     } else {
                         called[node as usize] = true;

@@ -83,7 +83,12 @@ fn fixed(x: f64, decimals: u32) -> String {
     let scale = 10u64.pow(decimals);
     let n = (x.abs() * scale as f64).round() as u64;
     let sign = if x < 0.0 && n != 0 { "-" } else { "" };
-    format!("{sign}{}.{:0width$}", n / scale, n % scale, width = decimals as usize)
+    format!(
+        "{sign}{}.{:0width$}",
+        n / scale,
+        n % scale,
+        width = decimals as usize
+    )
 }
 
 /// A percentage as pprof prints it: two decimals, `100%` when within rounding of it.
