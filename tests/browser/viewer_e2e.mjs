@@ -11,7 +11,8 @@ const [www, profile, malformed, sourceFile, outDir] = process.argv.slice(2);
 fs.mkdirSync(outDir, { recursive: true });
 const result = { errors: [], consoleErrors: [], sampleTypes: [], tables: {}, flamePixels: {} };
 
-const server = await serve(www);
+// The profile is also served, for the ?profile= preload that `cargo xtask demo` uses.
+const server = await serve(www, { '/demo/preload.pb.gz': profile });
 const browser = await launch();
 try {
   const page = await browser.newPage({ viewport: { width: 1360, height: 860 }, deviceScaleFactor: 2 });
@@ -133,6 +134,17 @@ try {
     await new Promise((r) => setTimeout(r, 100));
     return violated;
   });
+
+  // ?profile=URL (same origin) opens straight into the flame graph.
+  const pre = await browser.newPage({ viewport: { width: 1360, height: 860 } });
+  pre.on('pageerror', (e) => result.errors.push(String(e)));
+  await pre.goto(`${server.url}/index.html?profile=demo/preload.pb.gz`);
+  await waitMark(pre, 'flame-painted', 1);
+  result.preload = {
+    status: await pre.textContent('.status'),
+    view: await pre.$eval('[role=tab][aria-selected=true]', (t) => t.dataset.view),
+  };
+  await pre.close();
 } finally {
   fs.writeFileSync(path.join(outDir, 'result.json'), JSON.stringify(result, null, 1));
   await browser.close();

@@ -330,6 +330,12 @@ fn viewer_shows_pprof_top_for_every_sample_type_of_a_go_heap_profile() {
         Value::Bool(true),
         "a fetch to another origin was not blocked by the CSP"
     );
+    let pre = &result["preload"];
+    assert_eq!(pre["view"], "flame", "?profile= opens in the flame graph");
+    assert!(
+        pre["status"].as_str().unwrap_or_default().contains("preload.pb.gz"),
+        "?profile= loaded the served file: {pre}"
+    );
     for shot in ["flame.png", "top.png", "source.png"] {
         assert!(
             dir.join(shot)
