@@ -371,7 +371,8 @@ fn color(
         } else {
             n.value as f64 / n.width as f64
         };
-        let (hue, s) = if r >= 0.0 { (4, r) } else { (214, -r) };
+        // sqrt: small relative changes still show.
+        let (hue, s) = if r >= 0.0 { (4, r.sqrt()) } else { (214, (-r).sqrt()) };
         let sat = (20.0 + 65.0 * s) as u32;
         let light = (88.0 - 30.0 * s) as u32;
         return if matched == Some(false) {
