@@ -19,20 +19,31 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// Decodes pprof bytes (gzipped or raw) into a validated profile whose samples are
 /// merged by (stack, diff-base label). Same errors as [`profile::decode`].
 pub fn decode_compact(bytes: &[u8]) -> Result<Profile, ProfileError> {
+    decode_compact_with_limit(bytes, profile::DEFAULT_MAX_INFLATED)
+}
+
+/// [`decode_compact`] with an explicit cap on the inflated size.
+pub fn decode_compact_with_limit(bytes: &[u8], max_inflated: usize) -> Result<Profile, ProfileError> {
     if bytes.is_empty() {
         return Err(ProfileError::Empty);
     }
     let inflated;
     let raw: &[u8] = if profile::is_gzip(bytes) {
-        inflated = profile::inflate(bytes, profile::DEFAULT_MAX_INFLATED)?;
+        inflated = profile::inflate(bytes, max_inflated)?;
         &inflated
     } else {
         bytes
     };
     match merged(raw) {
-        Some(r) => r,
-        // Broken framing: let prost describe what is wrong (and where).
-        None => profile::decode(raw),
+        Some(p) => Ok(p),
+        // Anything wrong: the full decoder and validation say what, and where (with
+        // the file's own sample indices).
+        // (`raw` is already inflated: no second gzip sniffing.)
+        None => {
+            let p = Profile::decode(raw)?;
+            p.check_valid()?;
+            Ok(p)
+        }
     }
 }
 
@@ -150,8 +161,8 @@ fn field<'a>(raw: &'a [u8], pos: &mut usize) -> Option<(u64, u64, &'a [u8], &'a 
     Some((tag, wire, &raw[start..end], &raw[body..end]))
 }
 
-/// Walks the top-level fields, merging samples; `None` when the framing is broken.
-fn merged(raw: &[u8]) -> Option<Result<Profile, ProfileError>> {
+/// Walks the top-level fields, merging samples; `None` when anything is wrong.
+fn merged(raw: &[u8]) -> Option<Profile> {
     // Pass 1: the string indices of pprof's diff-base label, if the table has them.
     let (mut base_key, mut base_val) = (None, None);
     let mut n_strings = 0i64;
@@ -204,14 +215,11 @@ fn merged(raw: &[u8]) -> Option<Result<Profile, ProfileError>> {
         })
         .collect();
     drop(g);
-    let mut p = match Profile::decode(rest.as_slice()) {
-        Ok(p) => p,
-        Err(e) => return Some(Err(e.into())),
-    };
+    let mut p = Profile::decode(rest.as_slice()).ok()?;
     drop(rest);
     p.sample = samples;
     // Invalid: the full decode reports it with the file's own sample indices.
-    p.check_valid().ok().map(|()| Ok(p))
+    p.check_valid().ok().map(|()| p)
 }
 
 /// Reads one `Sample` message into `locs` and `vals` (packed or not); returns whether
