@@ -83,7 +83,7 @@ impl Groups {
         while k != u32::MAX {
             let (ks, kn) = self.key_at[k as usize];
             if self.base[k as usize] == base
-                && self.keys[ks as usize..(ks + kn) as usize] == locs[..]
+                && same(&self.keys[ks as usize..(ks + kn) as usize], locs)
             {
                 let (vs, vn) = self.vals_at[k as usize];
                 if vn as usize == vals.len() {
@@ -129,6 +129,7 @@ fn fields(raw: &[u8]) -> impl Iterator<Item = Option<(u64, u64, &[u8], &[u8])>> 
     })
 }
 
+#[inline(always)]
 fn field<'a>(raw: &'a [u8], pos: &mut usize) -> Option<(u64, u64, &'a [u8], &'a [u8])> {
     let start = *pos;
     let key = varint(raw, pos)?;
@@ -284,9 +285,19 @@ fn read_sample(
     Some(is_base)
 }
 
+/// Slice equality as a word loop: `==` on slices becomes `memcmp`, which on wasm32 is
+/// a byte loop.
+#[inline(always)]
+fn same(a: &[u64], b: &[u64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+#[inline(always)]
 fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
+    // A plain loop: iterator adapters are not inlined in the size-optimized wasm build.
     let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
+    let mut shift = 0u32;
+    loop {
         let byte = *b.get(*pos)?;
         *pos += 1;
         if shift == 63 && byte > 1 {
@@ -296,8 +307,11 @@ fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
         if byte < 0x80 {
             return Some(v);
         }
+        shift += 7;
+        if shift > 63 {
+            return None;
+        }
     }
-    None
 }
 
 /// FxHash (rustc's hasher) with a final mix: keys are ids and stacks of ids, where
