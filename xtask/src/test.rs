@@ -78,7 +78,8 @@ pub fn run(args: &[String]) -> Res {
 /// steps in the environment (end-to-end tests fail, not skip, when they are missing).
 fn cargo_tests() -> Res {
     let mut c = cargo();
-    c.args(["test", "--workspace", "--all-features"]);
+    // --no-fail-fast: one failing test binary must not hide the results of the others.
+    c.args(["test", "--workspace", "--all-features", "--no-fail-fast"]);
     set_artifact_env(&mut c);
     tools::run(&mut c)
 }
