@@ -170,6 +170,47 @@ fn bench(c: &mut Criterion) {
         "fewer than 90% of the frames symbolized"
     );
 
+    // Next to the alternative: GNU binutils' addr2line on the same return addresses
+    // (minus one, with inlined frames and demangling), when it is installed.
+    let probes: String = unique.iter().map(|a| format!("{:#x}\n", a - 1)).collect();
+    let wall = std::time::Instant::now();
+    let theirs = std::process::Command::new("addr2line")
+        .args(["-f", "-i", "-C", "-e"])
+        .arg(&exe)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            // Feed stdin from a thread: addr2line answers as it reads, and a full
+            // stdout pipe would otherwise stall both sides.
+            let mut stdin = c.stdin.take().unwrap();
+            let feeder = std::thread::spawn(move || {
+                use std::io::Write;
+                stdin.write_all(probes.as_bytes())
+            });
+            let out = c.wait_with_output();
+            let _ = feeder.join();
+            out
+        });
+    match theirs {
+        Ok(out) if out.status.success() => {
+            let theirs = wall.elapsed();
+            let wall = std::time::Instant::now();
+            let elf = Elf::parse("bench", &elf_bytes).unwrap();
+            let mut r = Resolver::new(&snap, vec![elf], None).unwrap();
+            for &a in &unique {
+                std::hint::black_box(r.resolve(a));
+            }
+            let ours = wall.elapsed();
+            eprintln!(
+                "symbolizing {} addresses (wall, cold): heapsnap {ours:?}, binutils addr2line {theirs:?} ({:.1}x)",
+                unique.len(),
+                theirs.as_secs_f64() / ours.as_secs_f64()
+            );
+        }
+        _ => eprintln!("(binutils addr2line not available: no comparison)"),
+    }
+
     let mut g = c.benchmark_group("convert");
     g.sample_size(10)
         .measurement_time(Duration::from_secs(20))
