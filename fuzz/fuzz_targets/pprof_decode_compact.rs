@@ -1,0 +1,26 @@
+//! The viewer's decoder (`analysis::decode_compact`: samples read by hand and merged by
+//! stack) against the reference reader (`profile::decode`: prost + validation): on any
+//! bytes both accept or both reject, and an accepted profile gives the same top table
+//! and a well-formed flame tree.
+#![no_main]
+
+use host_cli::analysis::{self, decode_compact_with_limit, Filter, Index};
+use host_cli::profile::decode_with_limit;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let full = decode_with_limit(data, 8 << 20);
+    let compact = decode_compact_with_limit(data, 8 << 20);
+    assert_eq!(full.is_ok(), compact.is_ok(), "{:?} vs {:?}", full.as_ref().err(), compact.as_ref().err());
+    let (Ok(f), Ok(c)) = (full, compact) else {
+        return;
+    };
+    let ix = Index::new(&c);
+    for i in 0..f.sample_type.len() {
+        assert_eq!(analysis::top(&f, i, &Filter::none()), ix.top(i, &Filter::none()));
+        let tree = ix.flame(i, &Filter::none());
+        for (k, n) in tree.nodes.iter().enumerate() {
+            assert!(n.end as usize > k && n.end as usize <= tree.nodes.len());
+        }
+    }
+});
