@@ -75,7 +75,8 @@ enum Cmd {
         /// profile's default (inuse_space for heap profiles).
         #[arg(long, value_name = "NAME|N")]
         sample_index: Option<String>,
-        /// Show at most N rows.
+        /// Show at most N rows. Unlike pprof's `-nodecount`, the (inline) labels stay those
+        /// of the full table (pprof relabels after dropping the other nodes).
         #[arg(short = 'n', long, value_name = "N")]
         nodecount: Option<usize>,
     },
