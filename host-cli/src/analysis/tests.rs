@@ -365,3 +365,40 @@ fn compact_decode_agrees_with_prost_on_mutated_input() {
         "mutations exercised both paths: {accepted} ok, {rejected} errors"
     );
 }
+
+/// Regression (Go runtime profile, `runtime.semacquire`): pprof trims edges lighter than
+/// 0.001 of the total before labelling, so a function inlined only on a rare path is
+/// not `(inline)`, and one called plainly on a rare path stays `(inline)`, not partial.
+///
+/// | sample | stack (leaf first) | value |
+/// |--------|--------------------|-------|
+/// | S1     | a, main            | 9999  |
+/// | S2     | [c,b], main        | 1     |  c inlined into b: edge b→c weight 1 < 10
+/// | S3     | [d,main]           | 5000  |  d inlined into main: weight 5000
+/// | S4     | d, a, main         | 2     |  a → d plain call: weight 2 < 15 (cutoff)
+#[test]
+fn top_inline_labels_ignore_edges_below_pprofs_edge_fraction() {
+    let mut b = Builder::new();
+    b.sample_type("alloc_space", "bytes");
+    let main = b.function("main", "main", "/m.go", 1);
+    let a = b.function("a", "a", "/a.go", 1);
+    let bf = b.function("b", "b", "/b.go", 1);
+    let c = b.function("c", "c", "/c.go", 1);
+    let d = b.function("d", "d", "/d.go", 1);
+    let lmain = b.location(0, 0x10, vec![line(main, 2)], false);
+    let la = b.location(0, 0x20, vec![line(a, 2)], false);
+    let lcb = b.location(0, 0x30, vec![line(c, 2), line(bf, 2)], false);
+    let ldmain = b.location(0, 0x40, vec![line(d, 2), line(main, 3)], false);
+    let ld = b.location(0, 0x50, vec![line(d, 3)], false);
+    b.sample(vec![la, lmain], vec![9999], vec![]);
+    b.sample(vec![lcb, lmain], vec![1], vec![]);
+    b.sample(vec![ldmain], vec![5000], vec![]);
+    b.sample(vec![ld, la, lmain], vec![2], vec![]);
+    let p = b.finish();
+    let t = top(&p, 0, &Filter::none());
+    assert_eq!(t.total, 15002);
+    let label = |name: &str| t.rows.iter().find(|r| r.name == name).map(|r| r.inline);
+    assert_eq!(label("c"), Some(Inline::No), "b→c weighs 1, below the cutoff of 15");
+    assert_eq!(label("d"), Some(Inline::Full), "the plain a→d call weighs 2, trimmed");
+    assert_eq!(label("a"), Some(Inline::No));
+}

@@ -4,6 +4,10 @@ use super::index::FxMap;
 use super::{Filter, Index};
 use crate::profile::Profile;
 
+/// pprof's default `-edgefraction`: edges below this share of the total are trimmed
+/// from the graph before `-top` labels inlined functions.
+const EDGE_FRACTION: f64 = 0.001;
+
 /// How a function appears under its callers, as pprof labels it in `-top`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Inline {
@@ -64,7 +68,11 @@ impl Index<'_> {
         // inline when every occurrence is). Only functions that are inlined somewhere
         // need the per-edge map; for the others every incoming edge is a plain call.
         let can_inline = self.inlinable();
-        let mut edges: FxMap<u64, u32> = FxMap::default();
+        // Per edge into an inlinable function: (all occurrences inline, weight). pprof
+        // drops edges lighter than `-edgefraction` (0.001 of the total) before it labels,
+        // so a rare call path does not turn `(inline)` into `(partial-inline)` or back.
+        let mut edges: FxMap<u64, (bool, i64)> = FxMap::default();
+        let mut sample_edges: Vec<u64> = Vec::new();
         let mut called = vec![false; n];
         let kept = self.kept(filter);
         let mut shown = 0i64;
@@ -75,6 +83,7 @@ impl Index<'_> {
             }
             shown = shown.wrapping_add(v);
             let mut parent: Option<u32> = None;
+            sample_edges.clear();
             for f in self.root_first(i) {
                 let node = f.node;
                 if seen[node as usize] != i as u32 {
@@ -83,10 +92,14 @@ impl Index<'_> {
                 }
                 if let Some(p) = parent.filter(|&p| p != node) {
                     if can_inline[node as usize] {
-                        let e = edges
-                            .entry(u64::from(p) << 32 | u64::from(node))
-                            .or_insert(u32::from(f.inlined));
-                        *e &= u32::from(f.inlined);
+                        let key = u64::from(p) << 32 | u64::from(node);
+                        let e = edges.entry(key).or_insert((true, 0));
+                        e.0 &= f.inlined;
+                        // Weight once per sample, as pprof (recursion repeats edges).
+                        if !sample_edges.contains(&key) {
+                            sample_edges.push(key);
+                            e.1 = e.1.wrapping_add(v);
+                        }
                     } else {
                         called[node as usize] = true;
                     }
@@ -97,16 +110,20 @@ impl Index<'_> {
                 flat[leaf as usize] = flat[leaf as usize].wrapping_add(v);
             }
         }
+        let total = self.total(sample_index);
+        let edge_cutoff = ((total as f64 * EDGE_FRACTION) as i64).wrapping_abs();
         let mut inline_in: Vec<(bool, bool)> = called.iter().map(|&c| (false, c)).collect();
-        for (&key, &inl) in &edges {
+        for (&key, &(inl, weight)) in &edges {
+            if weight.wrapping_abs() < edge_cutoff {
+                continue;
+            }
             let e = &mut inline_in[(key & 0xffff_ffff) as usize];
-            if inl != 0 {
+            if inl {
                 e.0 = true
             } else {
                 e.1 = true
             }
         }
-        let total = self.total(sample_index);
         let pct = |v: i64| {
             if total == 0 {
                 0.0
