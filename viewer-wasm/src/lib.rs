@@ -14,6 +14,9 @@ mod source;
 mod state;
 mod top;
 
+#[cfg(test)]
+mod tests;
+
 pub use source::match_source;
 pub use state::{regex_escape, View};
 

@@ -1,0 +1,160 @@
+//! The reducer and the pure helpers, natively (no browser): what each action does to
+//! the derived views.
+
+use crate::source::match_source;
+use crate::state::{regex_escape, Action, Slot, SortCol, State, View};
+use host_cli::profile::{Builder, Line, Profile};
+use std::rc::Rc;
+use yew::Reducible;
+
+/// main → alloc (100 B) and main → helper → alloc (50 B); types alloc_space, inuse_space.
+fn profile(scale: i64) -> Profile {
+    let mut b = Builder::new();
+    b.sample_type("alloc_space", "bytes");
+    b.sample_type("inuse_space", "bytes");
+    b.comment("dropped 3 samples");
+    let main = b.function("main", "main", "/app/src/main.rs", 1);
+    let helper = b.function("app::helper", "", "/app/src/helper.rs", 10);
+    let alloc = b.function("alloc::vec::Vec<T>::push", "", "/rustc/alloc/vec.rs", 100);
+    let l1 = b.location(
+        0,
+        1,
+        vec![Line {
+            function_id: main,
+            line: 5,
+            column: 0,
+        }],
+        false,
+    );
+    let l2 = b.location(
+        0,
+        2,
+        vec![Line {
+            function_id: helper,
+            line: 12,
+            column: 0,
+        }],
+        false,
+    );
+    let l3 = b.location(
+        0,
+        3,
+        vec![Line {
+            function_id: alloc,
+            line: 120,
+            column: 0,
+        }],
+        false,
+    );
+    b.sample(vec![l3, l1], vec![100 * scale, 10], vec![]);
+    b.sample(vec![l3, l2, l1], vec![50, 5 * scale], vec![]);
+    b.finish()
+}
+
+fn run(s: Rc<State>, a: Action) -> Rc<State> {
+    s.reduce(a)
+}
+
+fn loaded(slot: Slot, p: Profile) -> Action {
+    Action::Loaded {
+        slot,
+        name: "heap.pb.gz".into(),
+        profile: p,
+        bytes: 1,
+    }
+}
+
+#[test]
+fn loading_a_profile_derives_every_view_with_pprofs_default_sample_type() {
+    let s = run(Rc::new(State::default()), loaded(Slot::Main, profile(1)));
+    let d = s.derived.as_ref().expect("derived");
+    assert_eq!(d.sample_index, 1, "no default_sample_type: the last one");
+    assert_eq!((d.total, d.shown), (15, 15));
+    assert_eq!(d.comments, ["dropped 3 samples"]);
+    assert!(d.top.is_none(), "the top table waits until it is shown");
+    assert_eq!(d.flame.nodes[0].value, 15);
+    assert_eq!(s.generation, 1);
+    let s = run(s, Action::View(View::Top));
+    let rows = &s
+        .derived
+        .as_ref()
+        .unwrap()
+        .top
+        .as_ref()
+        .expect("top computed when shown")
+        .rows;
+    assert_eq!(rows[0].name, "alloc::vec::Vec<T>::push");
+    let s = run(s, Action::SampleType("alloc_space".into()));
+    assert_eq!(s.derived.as_ref().unwrap().total, 150);
+    assert_eq!(s.sample_name(), "alloc_space");
+}
+
+#[test]
+fn filters_sources_sorting_and_errors() {
+    let s = run(Rc::new(State::default()), loaded(Slot::Main, profile(1)));
+    let s = run(s, Action::FocusFunction("app::helper".into()));
+    assert_eq!(s.focus, "^app::helper$");
+    assert_eq!(s.view, View::Flame);
+    assert_eq!(s.derived.as_ref().unwrap().shown, 5);
+    let s = run(s, Action::Focus("(".into()));
+    let d = s.derived.as_ref().unwrap();
+    assert!(
+        d.filter_error.as_deref().unwrap_or("").contains("focus"),
+        "{:?}",
+        d.filter_error
+    );
+    assert_eq!(d.shown, 15, "an invalid filter is not applied");
+    let s = run(s, Action::Focus(String::new()));
+    let s = run(s, Action::Source("app::helper".into()));
+    assert_eq!(s.view, View::Source);
+    let src = s.derived.as_ref().unwrap().source.as_ref().expect("source");
+    assert_eq!((src.file.as_str(), src.cum), ("/app/src/helper.rs", 5));
+    let s = run(s, Action::Sort(SortCol::Cum));
+    assert_eq!(s.sort, (SortCol::Cum, true));
+    let s = run(s, Action::Sort(SortCol::Cum));
+    assert_eq!(s.sort, (SortCol::Cum, false));
+    let s = run(s, Action::Failed("x is not a usable pprof profile".into()));
+    assert!(
+        s.error.is_some() && s.derived.is_some(),
+        "an error keeps the loaded profile"
+    );
+    let s = run(s, loaded(Slot::Main, profile(1)));
+    assert!(s.error.is_none(), "a good file clears the error");
+}
+
+#[test]
+fn a_base_profile_turns_the_views_into_a_diff() {
+    let s = run(Rc::new(State::default()), loaded(Slot::Main, profile(3)));
+    let s = run(s, Action::SampleType("inuse_space".into()));
+    let s = run(s, loaded(Slot::Base, profile(1)));
+    let d = s.derived.as_ref().unwrap();
+    assert!(d.flame.diff);
+    // new 10 + 15, base 10 + 5: net +10, percentages relative to the base total (15).
+    assert_eq!(d.flame.nodes[0].value, 10);
+    assert_eq!(d.total, 15);
+    let s = run(s, Action::ClearBase);
+    assert!(!s.derived.as_ref().unwrap().flame.diff);
+}
+
+#[test]
+fn dropped_sources_match_by_path_suffix() {
+    let files: Vec<(String, Rc<str>)> = vec![
+        ("main.rs".into(), Rc::from("a")),
+        ("src/main.rs".into(), Rc::from("b")),
+        ("ain.rs".into(), Rc::from("c")),
+    ];
+    assert_eq!(
+        &*match_source("/app/src/main.rs", &files).unwrap().1,
+        "b",
+        "longest suffix wins"
+    );
+    assert!(
+        match_source("/app/src/xmain.rs", &files).is_none(),
+        "suffixes match at a / only"
+    );
+    assert_eq!(regex_escape("a.b(c)*"), "a\\.b\\(c\\)\\*");
+    let name = "pkg.(*T).m-1#x&y~[i]{2}|^$";
+    let f = host_cli::analysis::Filter::new(&format!("^{}$", regex_escape(name)), "")
+        .expect("escaped name compiles");
+    assert!(f.focus.unwrap().is_match(name));
+}
