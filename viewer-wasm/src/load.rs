@@ -104,7 +104,7 @@ fn deliver(
             dispatch.dispatch(Action::Loaded {
                 slot,
                 name,
-                profile: p,
+                profile: std::rc::Rc::new(p),
                 bytes,
             })
         }

@@ -146,7 +146,7 @@ pub enum Action {
     Loaded {
         slot: Slot,
         name: String,
-        profile: Profile,
+        profile: Rc<Profile>,
         bytes: usize,
     },
     Failed(String),
@@ -206,11 +206,7 @@ impl Reducible for State {
                 profile,
                 bytes,
             } => {
-                let l = Rc::new(Loaded {
-                    name,
-                    profile: Rc::new(profile),
-                    bytes,
-                });
+                let l = Rc::new(Loaded { name, profile, bytes });
                 match slot {
                     Slot::Main => s.main = Some(l),
                     Slot::Base => s.base = Some(l),

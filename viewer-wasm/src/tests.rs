@@ -59,7 +59,7 @@ fn loaded(slot: Slot, p: Profile) -> Action {
     Action::Loaded {
         slot,
         name: "heap.pb.gz".into(),
-        profile: p,
+        profile: Rc::new(p),
         bytes: 1,
     }
 }
