@@ -288,6 +288,11 @@ fn units_are_human() {
     assert_eq!(format_value(2_500_000, "nanoseconds"), "2.50 ms");
     assert_eq!(format_percent(99.96), "100%");
     assert_eq!(format_percent(12.345), "12.35%");
+    assert_eq!(format_percent(0.65), "0.65%");
+    assert_eq!(format_percent(0.0026), "0.0026%");
+    assert_eq!(format_percent(0.095), "0.095%");
+    assert_eq!(format_percent(-0.5), "-0.5%");
+    assert_eq!(format_percent(0.0), "0%");
 }
 
 /// The hand-written sample reader of `decode_compact` must agree with prost and

@@ -91,15 +91,27 @@ fn fixed(x: f64, decimals: u32) -> String {
     )
 }
 
-/// A percentage as pprof prints it: two decimals, `100%` when within rounding of it.
+/// A percentage as pprof prints it: `100%` within rounding of it, two decimals from
+/// 1% up, two significant digits below (`0.0026%`), `0%` for zero.
 pub fn format_percent(p: f64) -> String {
-    if (99.95..=100.05).contains(&p.abs()) {
-        if p < 0.0 {
-            "-100%".into()
-        } else {
-            "100%".into()
-        }
-    } else {
-        format!("{}%", fixed(p, 2))
+    let a = p.abs();
+    let sign = if p < 0.0 { "-" } else { "" };
+    if (99.95..=100.05).contains(&a) {
+        return format!("{sign}100%");
     }
+    if a >= 1.0 {
+        return format!("{}%", fixed(p, 2));
+    }
+    if a == 0.0 || !a.is_finite() {
+        return "0%".into();
+    }
+    // Scale to two significant digits: x in [10, 100) at 10^-k.
+    let (mut x, mut k) = (a * 100.0, 2usize);
+    while x < 9.95 && k < 18 {
+        x *= 10.0;
+        k += 1;
+    }
+    let digits = (x.round() as u64).min(99).to_string();
+    let digits = digits.trim_end_matches('0'); // as %g: 0.5, not 0.50
+    format!("{sign}0.{}{digits}%", "0".repeat(k - 2))
 }
