@@ -135,6 +135,18 @@ try {
     return violated;
   });
 
+  // Drag and drop anywhere on the page opens a file too.
+  const b64 = fs.readFileSync(profile).toString('base64');
+  const dt = await page.evaluateHandle((data) => {
+    const t = new DataTransfer();
+    const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+    t.items.add(new File([bytes], 'dropped.pb.gz'));
+    return t;
+  }, b64);
+  await page.dispatchEvent('main', 'drop', { dataTransfer: dt });
+  await page.waitForFunction(() => document.querySelector('.status')?.textContent.includes('dropped.pb.gz'));
+  result.dropped = await page.textContent('.status');
+
   // ?profile=URL (same origin) opens straight into the flame graph.
   const pre = await browser.newPage({ viewport: { width: 1360, height: 860 } });
   pre.on('pageerror', (e) => result.errors.push(String(e)));

@@ -330,6 +330,7 @@ fn viewer_shows_pprof_top_for_every_sample_type_of_a_go_heap_profile() {
         Value::Bool(true),
         "a fetch to another origin was not blocked by the CSP"
     );
+    assert!(result["dropped"].as_str().unwrap_or_default().contains("dropped.pb.gz"), "drag and drop opened the file");
     let pre = &result["preload"];
     assert_eq!(pre["view"], "flame", "?profile= opens in the flame graph");
     assert!(
