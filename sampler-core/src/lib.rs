@@ -64,7 +64,7 @@ pub mod tables;
 
 pub use alloc::ProfiledAlloc;
 pub use profiler::{Profiler, Recorded};
-pub use source::ProfilerView;
+pub use source::{ProfilerView, SnapshotError};
 #[cfg(all(feature = "std", unix))]
 pub use stack::HostStack;
 pub use stack::{Captured, FramePointerStack, NoStack, StackRange, StackSource};
