@@ -169,3 +169,30 @@ pub fn top_body(text: &str) -> Vec<String> {
         .filter(|l| !l.is_empty())
         .collect()
 }
+
+/// `www/` with a built bundle.
+pub fn www() -> PathBuf {
+    let www = std::env::var_os("HEAPSNAP_WWW")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("www"));
+    let wasm = www.join("pkg/viewer_bg.wasm");
+    assert!(
+        wasm.is_file(),
+        "{} is missing: build the viewer with `cargo xtask viewer` (or run `cargo xtask test`)",
+        wasm.display()
+    );
+    www
+}
+
+/// The node_modules holding playwright-core.
+pub fn node_modules() -> PathBuf {
+    let nm = std::env::var_os("HEAPSNAP_NODE_MODULES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".tools/node_modules"));
+    assert!(
+        nm.join("playwright-core/package.json").is_file(),
+        "playwright-core is not in {}: `cargo xtask test` installs it (npm, into .tools/)",
+        nm.display()
+    );
+    nm
+}

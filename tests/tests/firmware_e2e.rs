@@ -174,22 +174,8 @@ struct Row {
 #[test]
 fn viewer_preloads_the_firmware_profile_and_shows_pprofs_top_rows() {
     let out = firmware_out();
-    let www = std::env::var_os("HEAPSNAP_WWW")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("www"));
-    assert!(
-        www.join("pkg/viewer_bg.wasm").is_file(),
-        "{} has no bundle: build it with `cargo xtask viewer` (or run `cargo xtask test`)",
-        www.display()
-    );
-    let nm = std::env::var_os("HEAPSNAP_NODE_MODULES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join(".tools/node_modules"));
-    assert!(
-        nm.join("playwright-core/package.json").is_file(),
-        "playwright-core is not in {}: `cargo xtask test` installs it (npm, into .tools/)",
-        nm.display()
-    );
+    let www = e2e::www();
+    let nm = e2e::node_modules();
     let snaps = snapshots(&out);
     let pb = convert(&out, snaps.last().unwrap(), "viewer");
     let dir = target_dir().join("firmware-e2e/viewer");

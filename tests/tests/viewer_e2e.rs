@@ -9,37 +9,9 @@
 //! playwright-core (`cargo xtask test` installs both). Missing pieces fail the test with
 //! a message; nothing is skipped. Screenshots: `target/viewer-e2e/*.png`.
 
-use e2e::{go_heap_profile, pprof, repo_root, run, target_dir};
+use e2e::{go_heap_profile, node_modules, pprof, repo_root, run, target_dir, www};
 use serde_json::Value;
-use std::path::PathBuf;
 use std::process::Command;
-
-/// `www/` with a built bundle.
-fn www() -> PathBuf {
-    let www = std::env::var_os("HEAPSNAP_WWW")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("www"));
-    let wasm = www.join("pkg/viewer_bg.wasm");
-    assert!(
-        wasm.is_file(),
-        "{} is missing: build the viewer with `cargo xtask viewer` (or run `cargo xtask test`)",
-        wasm.display()
-    );
-    www
-}
-
-/// The node_modules holding playwright-core.
-fn node_modules() -> PathBuf {
-    let nm = std::env::var_os("HEAPSNAP_NODE_MODULES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join(".tools/node_modules"));
-    assert!(
-        nm.join("playwright-core/package.json").is_file(),
-        "playwright-core is not in {}: `cargo xtask test` installs it (npm, into .tools/)",
-        nm.display()
-    );
-    nm
-}
 
 /// One row of pprof's `-top` text: (name, flat, flat%, sum%, cum, cum%).
 #[derive(Debug, Clone, PartialEq)]
