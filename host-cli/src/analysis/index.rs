@@ -66,12 +66,7 @@ impl<'p> Index<'p> {
             .enumerate()
             .map(|(i, f)| (f.id, i as u32))
             .collect();
-        let map_pos: FxMap<u64, u32> = profile
-            .mapping
-            .iter()
-            .enumerate()
-            .map(|(i, m)| (m.id, i as u32))
-            .collect();
+        let map_pos = mapping_positions(profile);
         let map_file = |id: u64| {
             map_pos
                 .get(&id)
@@ -226,13 +221,7 @@ impl<'p> Index<'p> {
             return vec![true; n];
         }
         let locs = &self.profile.location;
-        let map_pos: FxMap<u64, u32> = self
-            .profile
-            .mapping
-            .iter()
-            .enumerate()
-            .map(|(i, m)| (m.id, i as u32))
-            .collect();
+        let map_pos = mapping_positions(self.profile);
         let map_file = |id: u64| {
             map_pos
                 .get(&id)
@@ -378,4 +367,14 @@ impl Filter {
             ignore: compile("ignore", ignore)?,
         })
     }
+}
+
+/// Mapping id → its position in `profile.mapping` (for file names of unsymbolized frames).
+fn mapping_positions(profile: &Profile) -> FxMap<u64, u32> {
+    profile
+        .mapping
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.id, i as u32))
+        .collect()
 }
