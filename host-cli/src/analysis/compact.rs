@@ -48,70 +48,124 @@ pub fn decode_compact_with_limit(bytes: &[u8], max_inflated: usize) -> Result<Pr
 }
 
 /// Sample groups being merged, in flat arenas (a million small Vecs would be slow to
-/// build and scattered in memory): group `k` has key `keys[key_at[k]]` (its location
-/// ids then its sign mask) and values `vals[vals_at[k]]`.
+/// build and scattered in memory). A group is keyed by the *raw bytes* of its samples'
+/// location ids (packed varints as written), so a repeated stack is hashed and compared
+/// as a few machine words and its ids are decoded only once, when its group is made.
+/// Equal bytes mean equal stacks; equal stacks written differently (non-canonical
+/// varints, packed vs not) merely stay in separate groups, which changes no figure.
 #[derive(Default)]
 struct Groups {
-    /// Hash of (key, base) → the latest group with it; `next` chains equal hashes.
+    /// Hash of the key → the latest group with it; `next` chains equal hashes.
     map: HashMap<u64, u32, BuildHasherDefault<Fx>>,
     next: Vec<u32>,
-    keys: Vec<u64>,
+    /// Per group: (start, len) of its key bytes in `keys`, and its (value sign mask,
+    /// diff-base label, value count): samples merge only when all of these agree.
     key_at: Vec<(u32, u32)>,
+    keys: Vec<u8>,
+    meta: Vec<(u64, bool, u32)>,
+    /// Per group: start of its values in `vals`, and of its decoded ids in `ids`.
+    vals_at: Vec<u32>,
     vals: Vec<i64>,
-    vals_at: Vec<(u32, u32)>,
-    base: Vec<bool>,
+    ids_at: Vec<(u32, u32)>,
+    ids: Vec<u64>,
 }
 
 impl Groups {
-    /// Adds a sample: summed into the group with the same stack, value signs and base
-    /// label (so pprof's total of absolute values is unchanged), else a new group.
-    fn add(&mut self, locs: &mut Vec<u64>, vals: &[i64], base: bool) {
-        let signs = vals
-            .iter()
-            .take(64)
-            .enumerate()
-            .fold(0u64, |m, (k, &v)| m | (u64::from(v < 0) << k));
-        locs.push(signs);
-        let mut h = Fx::default();
-        h.write_u64(u64::from(base));
-        for &w in locs.iter() {
-            h.write_u64(w);
+    /// Adds a sample (its location-id bytes, values and diff-base flag): summed into
+    /// the group with the same key, else a new group. `None` when the location bytes
+    /// are not valid varints.
+    fn add(&mut self, locs: &[u8], vals: &[i64], base: bool) -> Option<()> {
+        let mut signs = 0u64;
+        let mut k = 0;
+        while k < vals.len() && k < 64 {
+            signs |= u64::from(vals[k] < 0) << k;
+            k += 1;
         }
-        let hash = h.finish();
+        let meta = (signs, base, vals.len() as u32);
+        let hash = hash_bytes(locs, signs ^ (u64::from(base) << 63) ^ (vals.len() as u64) << 40);
         let head = self.map.get(&hash).copied();
-        let mut k = head.unwrap_or(u32::MAX);
-        while k != u32::MAX {
-            let (ks, kn) = self.key_at[k as usize];
-            if self.base[k as usize] == base
-                && same(&self.keys[ks as usize..(ks + kn) as usize], locs)
+        let mut g = head.unwrap_or(u32::MAX);
+        while g != u32::MAX {
+            let (ks, kn) = self.key_at[g as usize];
+            if self.meta[g as usize] == meta
+                && same_bytes(&self.keys[ks as usize..(ks + kn) as usize], locs)
             {
-                let (vs, vn) = self.vals_at[k as usize];
-                if vn as usize == vals.len() {
-                    for (a, b) in self.vals[vs as usize..(vs + vn) as usize]
-                        .iter_mut()
-                        .zip(vals)
-                    {
-                        *a = a.wrapping_add(*b);
-                    }
-                    locs.pop();
-                    return;
+                let vs = self.vals_at[g as usize] as usize;
+                for (a, b) in self.vals[vs..vs + vals.len()].iter_mut().zip(vals) {
+                    *a = a.wrapping_add(*b);
                 }
-                break; // differing value counts: kept apart for validation to report
+                return Some(());
             }
-            k = self.next[k as usize];
+            g = self.next[g as usize];
         }
-        let id = self.base.len() as u32;
-        self.key_at
-            .push((self.keys.len() as u32, locs.len() as u32));
+        let id = self.meta.len() as u32;
+        let is = self.ids.len();
+        let mut p = 0;
+        while p < locs.len() {
+            self.ids.push(varint(locs, &mut p)?);
+        }
+        self.ids_at.push((is as u32, (self.ids.len() - is) as u32));
+        self.key_at.push((self.keys.len() as u32, locs.len() as u32));
         self.keys.extend_from_slice(locs);
-        self.vals_at
-            .push((self.vals.len() as u32, vals.len() as u32));
+        self.meta.push(meta);
+        self.vals_at.push(self.vals.len() as u32);
         self.vals.extend_from_slice(vals);
-        self.base.push(base);
         self.next.push(head.unwrap_or(u32::MAX));
         self.map.insert(hash, id);
-        locs.pop();
+        Some(())
     }
+}
+
+/// FxHash of a byte string, eight bytes at a time, seeded.
+#[inline(always)]
+fn hash_bytes(b: &[u8], seed: u64) -> u64 {
+    let mut h = Fx(seed);
+    let mut i = 0;
+    while i + 8 <= b.len() {
+        h.write_u64(u64::from_le_bytes([
+            b[i],
+            b[i + 1],
+            b[i + 2],
+            b[i + 3],
+            b[i + 4],
+            b[i + 5],
+            b[i + 6],
+            b[i + 7],
+        ]));
+        i += 8;
+    }
+    let mut tail = b.len() as u64;
+    while i < b.len() {
+        tail = tail << 8 | u64::from(b[i]);
+        i += 1;
+    }
+    h.write_u64(tail);
+    h.finish()
+}
+
+/// Byte-string equality eight bytes at a time (`==` on slices becomes `memcmp`, a byte
+/// loop on wasm32).
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i + 8 <= a.len() {
+        let x = u64::from_le_bytes([a[i], a[i + 1], a[i + 2], a[i + 3], a[i + 4], a[i + 5], a[i + 6], a[i + 7]]);
+        let y = u64::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7]]);
+        if x != y {
+            return false;
+        }
+        i += 8;
+    }
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// One top-level field: (tag, wire type, whole field incl. key, payload).
@@ -182,7 +236,7 @@ fn merged(raw: &[u8]) -> Option<Profile> {
     // Pass 2: samples merged by (stack, signs, base); the rest decoded by prost.
     let mut rest = Vec::with_capacity(raw.len() / 8);
     let mut g = Groups::default();
-    let (mut locs, mut vals) = (Vec::new(), Vec::new());
+    let (mut scratch, mut vals) = (Vec::new(), Vec::new());
     for f in fields(raw) {
         let (tag, wire, whole, body) = f?;
         if tag != 2 || wire != 2 {
@@ -191,8 +245,9 @@ fn merged(raw: &[u8]) -> Option<Profile> {
         }
         // Anything unusual: the full prost decoder and validation decide (and say what
         // is wrong, and where).
-        let base = read_sample(body, &mut locs, &mut vals, (base_key, base_val), n_strings)?;
-        g.add(&mut locs, &vals, base);
+        let (locs, base) =
+            read_sample(body, &mut scratch, &mut vals, (base_key, base_val), n_strings)?;
+        g.add(locs.unwrap_or(&scratch), &vals, base)?;
     }
     let label = |base: bool| match (base, base_key, base_val) {
         (true, Some(key), Some(str)) => vec![Label {
@@ -203,15 +258,15 @@ fn merged(raw: &[u8]) -> Option<Profile> {
         }],
         _ => Vec::new(),
     };
-    let samples: Vec<Sample> = (0..g.base.len())
+    let samples: Vec<Sample> = (0..g.meta.len())
         .map(|k| {
-            let (ks, kn) = g.key_at[k];
-            let (vs, vn) = g.vals_at[k];
+            let (is, n) = g.ids_at[k];
+            let (_, base, vn) = g.meta[k];
+            let vs = g.vals_at[k] as usize;
             Sample {
-                // The key's last word is the sign mask, not a location.
-                location_id: g.keys[ks as usize..(ks + kn - 1) as usize].to_vec(),
-                value: g.vals[vs as usize..(vs + vn) as usize].to_vec(),
-                label: label(g.base[k]),
+                location_id: g.ids[is as usize..(is + n) as usize].to_vec(),
+                value: g.vals[vs..vs + vn as usize].to_vec(),
+                label: label(base),
             }
         })
         .collect();
@@ -223,31 +278,42 @@ fn merged(raw: &[u8]) -> Option<Profile> {
     p.check_valid().ok().map(|()| p)
 }
 
-/// Reads one `Sample` message into `locs` and `vals` (packed or not); returns whether
-/// it carries the diff-base label. `None` when malformed.
+/// Reads one `Sample` message: its values into `vals`, and its location ids as raw
+/// varint bytes, returned as a slice of `b` when they are one field (the usual packed
+/// case), else concatenated into `scratch` (returned as `None`). Also returns whether
+/// the sample carries the diff-base label. `None` when malformed.
 /// Label string indices must be in the table (`n_strings`), as validation requires.
-fn read_sample(
-    b: &[u8],
-    locs: &mut Vec<u64>,
+fn read_sample<'a>(
+    b: &'a [u8],
+    scratch: &mut Vec<u8>,
     vals: &mut Vec<i64>,
     base: (Option<i64>, Option<i64>),
     n_strings: i64,
-) -> Option<bool> {
-    locs.clear();
+) -> Option<(Option<&'a [u8]>, bool)> {
     vals.clear();
+    // Location fields seen: 0, 1 (in `one`), or more (concatenated in `scratch`).
+    let mut one: Option<&'a [u8]> = None;
+    let mut many = false;
     let mut is_base = false;
     let mut pos = 0;
     while pos < b.len() {
         let (tag, wire, _, body) = field(b, &mut pos)?;
         match (tag, wire) {
-            (1, 0) => locs.push(varint(body, &mut 0)?),
-            (2, 0) => vals.push(varint(body, &mut 0)? as i64),
-            (1, 2) => {
-                let mut p = 0;
-                while p < body.len() {
-                    locs.push(varint(body, &mut p)?);
+            // A varint field's body is the varint's bytes, and packed varints
+            // concatenate: either way the bytes are appended as they are.
+            (1, 0 | 2) => {
+                if many {
+                    scratch.extend_from_slice(body);
+                } else if let Some(first) = one {
+                    scratch.clear();
+                    scratch.extend_from_slice(first);
+                    scratch.extend_from_slice(body);
+                    many = true;
+                } else {
+                    one = Some(body);
                 }
             }
+            (2, 0) => vals.push(varint(body, &mut 0)? as i64),
             (2, 2) => {
                 let mut p = 0;
                 while p < body.len() {
@@ -282,14 +348,13 @@ fn read_sample(
             _ => {} // unknown field: skipped, as protobuf requires
         }
     }
-    Some(is_base)
-}
-
-/// Slice equality as a word loop: `==` on slices becomes `memcmp`, which on wasm32 is
-/// a byte loop.
-#[inline(always)]
-fn same(a: &[u64], b: &[u64]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+    if !many {
+        scratch.clear();
+        if one.is_none() {
+            one = Some(&[]);
+        }
+    }
+    Some((if many { None } else { one }, is_base))
 }
 
 #[inline(always)]
