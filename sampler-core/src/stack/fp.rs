@@ -190,6 +190,13 @@ impl FramePointerStack {
 fn frame_pointer() -> usize {
     let fp: usize;
     // SAFETY: reads one register, touches no memory.
+    #[cfg(any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "arm",
+        target_arch = "riscv32",
+        target_arch = "riscv64"
+    ))]
     unsafe {
         #[cfg(target_arch = "x86_64")]
         core::arch::asm!("mov {}, rbp", out(reg) fp, options(nomem, nostack, preserves_flags));
@@ -199,16 +206,16 @@ fn frame_pointer() -> usize {
         core::arch::asm!("mov {}, r7", out(reg) fp, options(nomem, nostack, preserves_flags));
         #[cfg(any(target_arch = "riscv32", target_arch = "riscv64"))]
         core::arch::asm!("mv {}, s0", out(reg) fp, options(nomem, nostack, preserves_flags));
-        #[cfg(not(any(
-            target_arch = "x86_64",
-            target_arch = "aarch64",
-            target_arch = "arm",
-            target_arch = "riscv32",
-            target_arch = "riscv64"
-        )))]
-        {
-            fp = 0;
-        }
+    }
+    #[cfg(not(any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "arm",
+        target_arch = "riscv32",
+        target_arch = "riscv64"
+    )))]
+    {
+        fp = 0;
     }
     fp
 }
