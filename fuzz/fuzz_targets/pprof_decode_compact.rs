@@ -1,10 +1,11 @@
 //! The viewer's decoder (`analysis::decode_compact`: samples read by hand and merged by
 //! stack) against the reference reader (`profile::decode`: prost + validation): on any
 //! bytes both accept or both reject, and an accepted profile gives the same top table
-//! and a well-formed flame tree.
+//! and a well-formed flame tree. The streaming form (`CompactDecoder`, fed in pieces)
+//! agrees with the one-buffer form.
 #![no_main]
 
-use host_cli::analysis::{self, decode_compact_with_limit, Filter, Index};
+use host_cli::analysis::{self, decode_compact_with_limit, CompactDecoder, Filter, Index};
 use host_cli::profile::decode_with_limit;
 use libfuzzer_sys::fuzz_target;
 
@@ -12,6 +13,16 @@ fuzz_target!(|data: &[u8]| {
     let full = decode_with_limit(data, 8 << 20);
     let compact = decode_compact_with_limit(data, 8 << 20);
     assert_eq!(full.is_ok(), compact.is_ok(), "{:?} vs {:?}", full.as_ref().err(), compact.as_ref().err());
+    if !host_cli::profile::is_gzip(data) {
+        let mut d = CompactDecoder::new();
+        let piece = 1 + data.len() % 13;
+        for c in data.chunks(piece) {
+            d.feed(c);
+        }
+        if let Some(streamed) = d.finish() {
+            assert_eq!(Some(&streamed), compact.as_ref().ok(), "pieces of {piece}");
+        }
+    }
     let (Ok(f), Ok(c)) = (full, compact) else {
         return;
     };

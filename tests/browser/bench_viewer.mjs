@@ -22,7 +22,7 @@ if (!fs.existsSync(rawPath) || !fs.existsSync(gzPath)) {
 }
 const MB = (b) => (b / 1e6).toFixed(1) + ' MB';
 const server = await serve(www);
-const browser = await launch(['--enable-precise-memory-info', '--js-flags=--expose-gc']);
+const browser = await launch(['--enable-precise-memory-info', process.env.BENCH_JS_FLAGS || '--js-flags=--expose-gc']);
 const RUNS = Number(process.env.BENCH_RUNS || 5);
 const load = fs.readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
 console.log(`machine load average ${load} on ${(await import('node:os')).cpus().length} CPUs (timings are wall clock)`);

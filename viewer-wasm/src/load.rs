@@ -2,7 +2,7 @@
 //! stack as they are read), source files kept as text for the source view.
 
 use crate::state::{Action, Slot, State};
-use host_cli::analysis::decode_compact;
+use host_cli::analysis::{decode_compact, CompactDecoder};
 use host_cli::profile::{self, Profile, ProfileError};
 use js_sys::Uint8Array;
 use wasm_bindgen::JsCast;
@@ -22,12 +22,14 @@ pub fn mark(name: &str) {
     }
 }
 
-fn is_source(name: &str, bytes: &[u8]) -> bool {
+/// Named like a source file (then read whole, and kept as text if it is text).
+fn has_source_ext(name: &str) -> bool {
     let ext = name.rsplit('.').next().unwrap_or("");
-    name.contains('.')
-        && SOURCE_EXT.contains(&ext)
-        && !profile::is_gzip(bytes)
-        && std::str::from_utf8(bytes).is_ok()
+    name.contains('.') && SOURCE_EXT.contains(&ext)
+}
+
+fn is_source(bytes: &[u8]) -> bool {
+    !profile::is_gzip(bytes) && std::str::from_utf8(bytes).is_ok()
 }
 
 /// Reads `files` (from an `<input type=file>` or a drop) and dispatches the results.
@@ -47,27 +49,33 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: UseReducerDis
     ));
     wasm_bindgen_futures::spawn_local(async move {
         let mut sources = Vec::new();
-        // (name, modified, decoded or error): each file's bytes are dropped as soon as
-        // it is decoded, so at most one raw file is in memory at a time.
+        // (name, modified, size, decoded or error): profiles are decoded as they are
+        // read, so no whole file is ever held in memory.
         let mut profiles = Vec::new();
         for f in files {
             let name = f.name();
-            let bytes = match read_blob(&f).await {
-                Ok(b) => b,
+            let read = if has_source_ext(&name) {
+                read_blob(&f).await.map(|bytes| {
+                    if is_source(&bytes) {
+                        Err(String::from_utf8_lossy(&bytes).into_owned())
+                    } else {
+                        Ok(decode_compact(&bytes))
+                    }
+                })
+            } else {
+                decode_blob(&f).await.map(Ok)
+            };
+            match read {
+                Ok(Err(text)) => sources.push((name, text)),
+                Ok(Ok(decoded)) => {
+                    profiles.push((name, f.last_modified(), f.size() as usize, decoded))
+                }
                 Err(e) => {
                     dispatch.dispatch(Action::Failed(format!(
                         "{name}: cannot read the file ({e})"
                     )));
                     return;
                 }
-            };
-            if is_source(&name, &bytes) {
-                sources.push((name, String::from_utf8_lossy(&bytes).into_owned()));
-            } else {
-                let len = bytes.len();
-                let decoded = decode_compact(&bytes);
-                drop(bytes);
-                profiles.push((name, f.last_modified(), len, decoded));
             }
         }
         if !sources.is_empty() {
@@ -115,11 +123,16 @@ fn deliver(
 }
 
 /// Decodes one fetched profile and dispatches it.
-fn decode_into(name: String, bytes: Vec<u8>, slot: Slot, dispatch: &UseReducerDispatcher<State>) {
-    let len = bytes.len();
-    let decoded = decode_compact(&bytes);
-    drop(bytes);
-    deliver(name, decoded, len, slot, dispatch);
+async fn decode_into(
+    url: String,
+    blob: web_sys::Blob,
+    slot: Slot,
+    dispatch: &UseReducerDispatcher<State>,
+) {
+    match decode_blob(&blob).await {
+        Ok(decoded) => deliver(url, decoded, blob.size() as usize, slot, dispatch),
+        Err(e) => dispatch.dispatch(Action::Failed(format!("cannot read {url}: {e}"))),
+    }
 }
 
 /// Fetches the profiles named by `?profile=URL` / `?base=URL` (same origin only: the
@@ -134,37 +147,86 @@ pub fn preload(dispatch: UseReducerDispatcher<State>) {
     wasm_bindgen_futures::spawn_local(async move {
         if let Some(b) = base {
             match fetch(&b).await {
-                Ok(bytes) => decode_into(b, bytes, Slot::Base, &dispatch),
+                Ok(blob) => decode_into(b, blob, Slot::Base, &dispatch).await,
                 Err(e) => return dispatch.dispatch(Action::Failed(e)),
             }
         }
         match fetch(&url).await {
-            Ok(bytes) => decode_into(url, bytes, Slot::Main, &dispatch),
+            Ok(blob) => decode_into(url, blob, Slot::Main, &dispatch).await,
             Err(e) => dispatch.dispatch(Action::Failed(e)),
         }
     });
 }
 
-/// The bytes of a file or response; a gzip stream comes back inflated by the
-/// browser's own `DecompressionStream` (several times faster than inflating in wasm),
-/// capped like the wasm decoder. If the browser cannot inflate it, the raw bytes are
-/// returned and the wasm decoder reports what is wrong with them.
-async fn read_blob(blob: &web_sys::Blob) -> Result<Vec<u8>, String> {
-    let head = blob
-        .slice_with_i32_and_i32(0, 2)
-        .map_err(|e| format!("{e:?}"))?;
-    let head = JsFuture::from(head.array_buffer())
-        .await
-        .map_err(|e| format!("{e:?}"))?;
+/// Decodes a profile while it is read, piece by piece as the browser delivers it
+/// (through the browser's own `DecompressionStream` when gzipped, several times faster
+/// than inflating in wasm): no whole copy of the file is ever in wasm memory. Whatever
+/// the streaming decoder cannot take (malformed, truncated, invalid, a gzip the browser
+/// rejects) is decoded again from the whole file by `decode_compact`, which says what
+/// is wrong and where.
+async fn decode_blob(blob: &web_sys::Blob) -> Result<Result<Profile, ProfileError>, String> {
+    if let Ok(Some(p)) = stream_decode(blob).await {
+        return Ok(Ok(p));
+    }
+    Ok(decode_compact(&read_blob(blob).await?))
+}
+
+/// `Ok(None)`: not decodable this way (see [`decode_blob`]).
+async fn stream_decode(blob: &web_sys::Blob) -> Result<Option<Profile>, String> {
+    let head = JsFuture::from(
+        blob.slice_with_i32_and_i32(0, 2)
+            .map_err(js_err)?
+            .array_buffer(),
+    )
+    .await
+    .map_err(js_err)?;
+    let mut stream = blob.stream();
     if profile::is_gzip(&Uint8Array::new(&head).to_vec()) {
-        if let Ok(raw) = inflate(blob).await {
-            return Ok(raw);
+        let ds = DecompressionStream::new("gzip").map_err(js_err)?;
+        stream = stream.pipe_through(&web_sys::ReadableWritablePair::new(
+            &ds.readable(),
+            &ds.writable(),
+        ));
+    }
+    let reader: web_sys::ReadableStreamDefaultReader = stream
+        .get_reader()
+        .dyn_into()
+        .map_err(|_| "no stream reader".to_owned())?;
+    let mut decoder = CompactDecoder::new();
+    let (mut piece, mut total) = (Vec::new(), 0usize);
+    loop {
+        let chunk = JsFuture::from(reader.read()).await.map_err(js_err)?;
+        if js_sys::Reflect::get(&chunk, &"done".into())
+            .map_err(js_err)?
+            .is_truthy()
+        {
+            break;
+        }
+        let value: Uint8Array = js_sys::Reflect::get(&chunk, &"value".into())
+            .map_err(js_err)?
+            .dyn_into()
+            .map_err(|_| "not bytes")?;
+        total += value.length() as usize;
+        piece.resize(value.length() as usize, 0);
+        value.copy_to(&mut piece);
+        // Past the cap (a gzip bomb) or undecodable here: the whole-file decoder
+        // reports it.
+        if total > profile::DEFAULT_MAX_INFLATED || !decoder.feed(&piece) {
+            let _ = reader.cancel();
+            return Ok(None);
         }
     }
-    let buf = JsFuture::from(blob.array_buffer())
-        .await
-        .map_err(|e| format!("{e:?}"))?;
+    Ok(if total == 0 { None } else { decoder.finish() })
+}
+
+/// The bytes of a file or response, as they are (still gzipped if they are).
+async fn read_blob(blob: &web_sys::Blob) -> Result<Vec<u8>, String> {
+    let buf = JsFuture::from(blob.array_buffer()).await.map_err(js_err)?;
     Ok(Uint8Array::new(&buf).to_vec())
+}
+
+fn js_err(e: wasm_bindgen::JsValue) -> String {
+    format!("{e:?}")
 }
 
 // web-sys only offers DecompressionStream behind `web_sys_unstable_apis`; these three
@@ -180,42 +242,7 @@ extern "C" {
     fn writable(this: &DecompressionStream) -> web_sys::WritableStream;
 }
 
-async fn inflate(blob: &web_sys::Blob) -> Result<Vec<u8>, String> {
-    let ds = DecompressionStream::new("gzip").map_err(|e| format!("{e:?}"))?;
-    let pair = web_sys::ReadableWritablePair::new(&ds.readable(), &ds.writable());
-    let reader: web_sys::ReadableStreamDefaultReader = blob
-        .stream()
-        .pipe_through(&pair)
-        .get_reader()
-        .dyn_into()
-        .map_err(|_| "no stream reader".to_owned())?;
-    // (Reserving the trailer's inflated size up front was measured: no faster, and a
-    // higher wasm memory peak.)
-    let mut out: Vec<u8> = Vec::new();
-    loop {
-        let chunk = JsFuture::from(reader.read())
-            .await
-            .map_err(|e| format!("{e:?}"))?;
-        let done = js_sys::Reflect::get(&chunk, &"done".into()).map_err(|e| format!("{e:?}"))?;
-        if done.is_truthy() {
-            return Ok(out);
-        }
-        let value: Uint8Array = js_sys::Reflect::get(&chunk, &"value".into())
-            .map_err(|e| format!("{e:?}"))?
-            .dyn_into()
-            .map_err(|_| "not bytes")?;
-        let n = value.length() as usize;
-        if out.len() + n > profile::DEFAULT_MAX_INFLATED {
-            let _ = reader.cancel();
-            return Err("too large".into());
-        }
-        let at = out.len();
-        out.resize(at + n, 0);
-        value.copy_to(&mut out[at..]);
-    }
-}
-
-async fn fetch(url: &str) -> Result<Vec<u8>, String> {
+async fn fetch(url: &str) -> Result<web_sys::Blob, String> {
     let w = web_sys::window().ok_or("no window")?;
     let resp = JsFuture::from(w.fetch_with_str(url))
         .await
@@ -227,12 +254,9 @@ async fn fetch(url: &str) -> Result<Vec<u8>, String> {
     let blob = resp
         .blob()
         .map_err(|e| format!("cannot read {url}: {e:?}"))?;
-    let blob: web_sys::Blob = JsFuture::from(blob)
+    JsFuture::from(blob)
         .await
         .map_err(|e| format!("cannot read {url}: {e:?}"))?
         .dyn_into()
-        .map_err(|_| "not a blob")?;
-    read_blob(&blob)
-        .await
-        .map_err(|e| format!("cannot read {url}: {e}"))
+        .map_err(|_| "not a blob".to_owned())
 }

@@ -1,20 +1,26 @@
 //! Decoding a large profile for viewing: samples are merged by stack while they are
-//! read, so a 500k-sample file never exists as 500k `Sample` structs in memory.
+//! read, so a 500k-sample file never exists as 500k `Sample` structs in memory, and
+//! the bytes can be fed as they arrive (a browser stream, an inflater's output), so the
+//! whole file need not be in memory either.
 //!
 //! Every view of the viewer (top, flame, source, diff) is a sum over samples, and so
 //! unchanged by merging samples with the same stack; the merged result is an ordinary
-//! validated [`Profile`]. Labels are dropped except pprof's diff-base label (which
-//! changes how percentages are computed), so samples that differ only in labels merge;
-//! samples whose values differ in sign stay apart (pprof's total sums absolute values).
+//! validated [`Profile`]. Numeric labels are dropped (Go's `bytes` label: one sample per
+//! object size), so samples that differ only in them merge; string labels are kept
+//! apart only as far as pprof's diff-base label (`pprof::base=true`, which changes how
+//! percentages are computed) needs; samples whose values differ in sign stay apart
+//! (pprof's total sums absolute values).
 //!
 //! Only the `Sample` messages are read by hand (into reused buffers, looked up by
-//! slice, so a repeated stack costs no allocation); everything else goes through prost,
-//! and any framing problem falls back to prost's decoder for its error message.
+//! slice, so a repeated stack costs no allocation); everything else goes through prost.
+//! Anything unusual makes the streaming decoder give up (`None`), and
+//! [`decode_compact`] then runs prost's full decoder and validation for the error
+//! message, with the file's own sample indices.
 
+use super::index::FxMap;
 use crate::profile::{self, Label, Profile, ProfileError, Sample, DIFF_BASE_LABEL};
 use prost::Message;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 
 /// Decodes pprof bytes (gzipped or raw) into a validated profile whose samples are
 /// merged by (stack, diff-base label). Same errors as [`profile::decode`].
@@ -23,7 +29,10 @@ pub fn decode_compact(bytes: &[u8]) -> Result<Profile, ProfileError> {
 }
 
 /// [`decode_compact`] with an explicit cap on the inflated size.
-pub fn decode_compact_with_limit(bytes: &[u8], max_inflated: usize) -> Result<Profile, ProfileError> {
+pub fn decode_compact_with_limit(
+    bytes: &[u8],
+    max_inflated: usize,
+) -> Result<Profile, ProfileError> {
     if bytes.is_empty() {
         return Err(ProfileError::Empty);
     }
@@ -34,16 +43,190 @@ pub fn decode_compact_with_limit(bytes: &[u8], max_inflated: usize) -> Result<Pr
     } else {
         bytes
     };
-    match merged(raw) {
+    let mut d = CompactDecoder::new();
+    // Fed in pieces, as a stream would be (and so that, in wasm, the per-chunk work
+    // runs as repeated calls the engine can optimize).
+    for chunk in raw.chunks(1 << 20) {
+        if !d.feed(chunk) {
+            break;
+        }
+    }
+    match d.finish() {
         Some(p) => Ok(p),
-        // Anything wrong: the full decoder and validation say what, and where (with
-        // the file's own sample indices).
+        // Anything wrong: the full decoder and validation say what, and where.
         // (`raw` is already inflated: no second gzip sniffing.)
         None => {
             let p = Profile::decode(raw)?;
             p.check_valid()?;
             Ok(p)
         }
+    }
+}
+
+/// The streaming form of [`decode_compact`]: raw (inflated) pprof bytes are fed in
+/// pieces of any size as they arrive; only an incomplete top-level field is carried
+/// between pieces.
+///
+/// `feed` returns `false` and `finish` `None` as soon as anything is unusual
+/// (malformed, truncated, invalid); the caller then decodes the whole file with
+/// [`decode_compact`] to tell the user what is wrong and where.
+#[derive(Default)]
+pub struct CompactDecoder {
+    /// The start of a top-level field that continues in the next piece.
+    carry: Vec<u8>,
+    /// Every top-level field but samples, for prost.
+    rest: Vec<u8>,
+    groups: Groups,
+    /// Reused per sample: its location bytes (when in several fields), values, string
+    /// labels.
+    scratch: Vec<u8>,
+    vals: Vec<i64>,
+    pairs: Vec<(i64, i64)>,
+    /// Distinct sets of string labels `(key, str)`; id 0 is "none".
+    label_sets: Vec<Vec<(i64, i64)>>,
+    label_ids: FxMap<Vec<(i64, i64)>, u32>,
+    /// Largest string index a label refers to (checked against the table at the end).
+    max_label_str: i64,
+    failed: bool,
+}
+
+impl CompactDecoder {
+    pub fn new() -> Self {
+        CompactDecoder {
+            label_sets: vec![Vec::new()],
+            ..Default::default()
+        }
+    }
+
+    /// Feeds the next piece of the file; `false` once the input cannot be decoded here.
+    pub fn feed(&mut self, mut chunk: &[u8]) -> bool {
+        // First complete a field carried over from the previous piece.
+        while !self.failed && !self.carry.is_empty() && !chunk.is_empty() {
+            let take = match field_len(&self.carry) {
+                Err(()) => {
+                    self.failed = true;
+                    break;
+                }
+                // Header still incomplete: a key and a length are at most 20 bytes.
+                Ok(None) => chunk.len().min(20),
+                Ok(Some(total)) => (total - self.carry.len()).min(chunk.len()),
+            };
+            self.carry.extend_from_slice(&chunk[..take]);
+            match field_len(&self.carry) {
+                Ok(Some(total)) if total <= self.carry.len() => {
+                    // Complete; bytes past its end (taken with a header) go back.
+                    let extra = self.carry.len() - total;
+                    chunk = &chunk[take - extra..];
+                    self.carry.truncate(total);
+                    let carry = std::mem::take(&mut self.carry);
+                    self.failed |= !self.field(&carry);
+                    self.carry = carry;
+                    self.carry.clear();
+                }
+                _ => chunk = &chunk[take..],
+            }
+        }
+        if self.failed {
+            return false;
+        }
+        if !self.carry.is_empty() {
+            return true; // the whole piece went into the carried field
+        }
+        let mut pos = 0;
+        while pos < chunk.len() {
+            match field_len(&chunk[pos..]) {
+                Err(()) => {
+                    self.failed = true;
+                    return false;
+                }
+                Ok(Some(n)) if n <= chunk.len() - pos => {
+                    if !self.field(&chunk[pos..pos + n]) {
+                        self.failed = true;
+                        return false;
+                    }
+                    pos += n;
+                }
+                _ => break, // continues in the next piece
+            }
+        }
+        self.carry.extend_from_slice(&chunk[pos..]);
+        true
+    }
+
+    /// One whole top-level field: a sample is merged, anything else kept for prost.
+    fn field(&mut self, whole: &[u8]) -> bool {
+        let mut pos = 0;
+        let Some((tag, wire, _, body)) = field(whole, &mut pos) else {
+            return false;
+        };
+        if tag != 2 || wire != 2 {
+            self.rest.extend_from_slice(whole);
+            return true;
+        }
+        let Some((locs, max_str)) =
+            read_sample(body, &mut self.scratch, &mut self.vals, &mut self.pairs)
+        else {
+            return false;
+        };
+        self.max_label_str = self.max_label_str.max(max_str);
+        let set = if self.pairs.is_empty() {
+            0
+        } else if let Some(&id) = self.label_ids.get(&self.pairs) {
+            id
+        } else {
+            let id = self.label_sets.len() as u32;
+            self.label_sets.push(self.pairs.clone());
+            self.label_ids.insert(self.pairs.clone(), id);
+            id
+        };
+        let locs = locs.unwrap_or(&self.scratch);
+        self.groups.add(locs, &self.vals, set).is_some()
+    }
+
+    /// The merged, validated profile; `None` if anything was wrong or the input ended
+    /// inside a field.
+    pub fn finish(self) -> Option<Profile> {
+        if self.failed || !self.carry.is_empty() {
+            return None;
+        }
+        let mut p = Profile::decode(self.rest.as_slice()).ok()?;
+        drop(self.rest);
+        if self.max_label_str >= p.string_table.len() as i64 {
+            return None; // a dangling label string: validation reports it
+        }
+        // pprof's diff-base label, by the first occurrence of its strings.
+        let find = |s: &str| p.string_table.iter().position(|t| t == s).map(|i| i as i64);
+        let base = match (find(DIFF_BASE_LABEL.0), find(DIFF_BASE_LABEL.1)) {
+            (Some(key), Some(str)) => Some((key, str)),
+            _ => None,
+        };
+        let is_base: Vec<bool> = self
+            .label_sets
+            .iter()
+            .map(|set| base.is_some_and(|b| set.contains(&b)))
+            .collect();
+        let g = self.groups;
+        p.sample = (0..g.recs.len())
+            .map(|k| {
+                let (ids, vals, set) = g.group(k);
+                Sample {
+                    location_id: ids.to_vec(),
+                    value: vals.collect(),
+                    label: match base {
+                        Some((key, str)) if is_base[set as usize] => vec![Label {
+                            key,
+                            str,
+                            num: 0,
+                            num_unit: 0,
+                        }],
+                        _ => Vec::new(),
+                    },
+                }
+            })
+            .collect();
+        drop(g);
+        // Invalid: the full decode reports it with the file's own sample indices.
+        p.check_valid().ok().map(|()| p)
     }
 }
 
@@ -60,9 +243,9 @@ pub fn decode_compact_with_limit(bytes: &[u8], max_inflated: usize) -> Result<Pr
 struct Groups {
     /// Linear probing over record offsets + 1 (0 = empty); a power of two in size.
     table: Vec<u32>,
-    /// Records: `[hash, value sign mask, base << 63 | values << 32 | key bytes,
+    /// Records: `[hash, value sign mask, values << 32 | key bytes, string-label set,
     /// values…, key bytes packed little-endian into words…]`. Samples merge only when
-    /// hash, signs, base label, value count and key all agree.
+    /// hash, signs, value count, label set and key all agree.
     arena: Vec<u64>,
     /// Record offset of each group, in order of first appearance.
     recs: Vec<u32>,
@@ -73,26 +256,32 @@ struct Groups {
     words: Vec<u64>,
 }
 
-const HEAD: usize = 3;
+const HEAD: usize = 4;
 
 impl Groups {
-    /// Adds a sample (its location-id bytes, values and diff-base flag): summed into
+    /// Adds a sample (its location-id bytes, values and string-label set): summed into
     /// the group with the same key, else a new group. `None` when the location bytes
     /// are not valid varints or the groups outgrow 32-bit offsets.
-    fn add(&mut self, locs: &[u8], vals: &[i64], base: bool) -> Option<()> {
+    // Not inlined, here and in `read_sample`: V8 starts wasm in a baseline tier and
+    // switches to optimized code only on a later *call* (no on-stack replacement), so
+    // per-sample work must be a function called per sample to be optimized mid-file
+    // (about twice as fast in Chromium). `cargo xtask viewer` keeps wasm-opt from
+    // inlining it back.
+    #[inline(never)]
+    fn add(&mut self, locs: &[u8], vals: &[i64], set: u32) -> Option<()> {
         let mut signs = 0u64;
         let mut k = 0;
         while k < vals.len() && k < 64 {
             signs |= u64::from(vals[k] < 0) << k;
             k += 1;
         }
-        let shape = u64::from(base) << 63 | (vals.len() as u64) << 32 | locs.len() as u64;
-        if vals.len() >= 1 << 31 || locs.len() >= 1 << 32 {
+        let shape = (vals.len() as u64) << 32 | locs.len() as u64;
+        if vals.len() as u64 >= 1 << 32 || locs.len() as u64 >= 1 << 32 {
             return None;
         }
         // The key as words, hashed with its shape.
         self.words.clear();
-        let mut h = Fx(signs ^ shape.rotate_left(17));
+        let mut h = Fx(signs ^ shape.rotate_left(17) ^ u64::from(set) << 7);
         let mut i = 0;
         while i + 8 <= locs.len() {
             let w = u64::from_le_bytes([
@@ -133,7 +322,8 @@ impl Groups {
             }
             let r = (at - 1) as usize;
             let head = &self.arena[r..r + HEAD];
-            if head[0] == hash && head[1] == signs && head[2] == shape {
+            if head[0] == hash && head[1] == signs && head[2] == shape && head[3] == u64::from(set)
+            {
                 let ks = r + HEAD + vals.len();
                 if same(&self.arena[ks..ks + self.words.len()], &self.words) {
                     for (a, b) in self.arena[r + HEAD..ks].iter_mut().zip(vals) {
@@ -150,9 +340,12 @@ impl Groups {
         while p < locs.len() {
             self.ids.push(varint(locs, &mut p)?);
         }
-        let r = u32::try_from(self.arena.len()).ok().filter(|&r| r < u32::MAX)?;
+        let r = u32::try_from(self.arena.len())
+            .ok()
+            .filter(|&r| r < u32::MAX)?;
         self.ids_at.push((is as u32, (self.ids.len() - is) as u32));
-        self.arena.extend_from_slice(&[hash, signs, shape]);
+        self.arena
+            .extend_from_slice(&[hash, signs, shape, u64::from(set)]);
         self.arena.extend(vals.iter().map(|&v| v as u64));
         self.arena.extend_from_slice(&self.words);
         self.recs.push(r);
@@ -174,16 +367,18 @@ impl Groups {
         }
     }
 
-    /// Group `k`: (location ids, values, has the diff-base label).
-    fn group(&self, k: usize) -> (&[u64], impl Iterator<Item = i64> + '_, bool) {
+    /// Group `k`: (location ids, values, string-label set).
+    fn group(&self, k: usize) -> (&[u64], impl Iterator<Item = i64> + '_, u32) {
         let (is, n) = self.ids_at[k];
         let r = self.recs[k] as usize;
         let shape = self.arena[r + 2];
-        let nv = (shape >> 32 & 0x7fff_ffff) as usize;
+        let nv = (shape >> 32) as usize;
         (
             &self.ids[is as usize..(is + n) as usize],
-            self.arena[r + HEAD..r + HEAD + nv].iter().map(|&v| v as i64),
-            shape >> 63 == 1,
+            self.arena[r + HEAD..r + HEAD + nv]
+                .iter()
+                .map(|&v| v as i64),
+            self.arena[r + 3] as u32,
         )
     }
 }
@@ -193,21 +388,6 @@ impl Groups {
 #[inline(always)]
 fn same(a: &[u64], b: &[u64]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
-}
-
-/// One top-level field: (tag, wire type, whole field incl. key, payload).
-fn fields(raw: &[u8]) -> impl Iterator<Item = Option<(u64, u64, &[u8], &[u8])>> + '_ {
-    let mut pos = 0usize;
-    std::iter::from_fn(move || {
-        if pos >= raw.len() {
-            return None;
-        }
-        let r = field(raw, &mut pos);
-        if r.is_none() {
-            pos = raw.len();
-        }
-        Some(r)
-    })
 }
 
 #[inline(always)]
@@ -243,83 +423,24 @@ fn field<'a>(raw: &'a [u8], pos: &mut usize) -> Option<(u64, u64, &'a [u8], &'a 
     Some((tag, wire, &raw[start..end], &raw[body..end]))
 }
 
-/// Walks the top-level fields, merging samples; `None` when anything is wrong.
-fn merged(raw: &[u8]) -> Option<Profile> {
-    // Pass 1: the string indices of pprof's diff-base label, if the table has them.
-    let (mut base_key, mut base_val) = (None, None);
-    let mut n_strings = 0i64;
-    for f in fields(raw) {
-        let (tag, wire, _, body) = f?;
-        if tag == 6 && wire == 2 {
-            if body == DIFF_BASE_LABEL.0.as_bytes() && base_key.is_none() {
-                base_key = Some(n_strings);
-            }
-            if body == DIFF_BASE_LABEL.1.as_bytes() && base_val.is_none() {
-                base_val = Some(n_strings);
-            }
-            n_strings += 1;
-        }
-    }
-    // Pass 2: samples merged by (stack, signs, base); the rest decoded by prost.
-    let mut rest = Vec::with_capacity(raw.len() / 8);
-    let mut g = Groups::default();
-    let (mut scratch, mut vals) = (Vec::new(), Vec::new());
-    for f in fields(raw) {
-        let (tag, wire, whole, body) = f?;
-        if tag != 2 || wire != 2 {
-            rest.extend_from_slice(whole);
-            continue;
-        }
-        // Anything unusual: the full prost decoder and validation decide (and say what
-        // is wrong, and where).
-        let (locs, base) =
-            read_sample(body, &mut scratch, &mut vals, (base_key, base_val), n_strings)?;
-        g.add(locs.unwrap_or(&scratch), &vals, base)?;
-    }
-    let label = |base: bool| match (base, base_key, base_val) {
-        (true, Some(key), Some(str)) => vec![Label {
-            key,
-            str,
-            num: 0,
-            num_unit: 0,
-        }],
-        _ => Vec::new(),
-    };
-    let samples: Vec<Sample> = (0..g.recs.len())
-        .map(|k| {
-            let (ids, vals, base) = g.group(k);
-            Sample {
-                location_id: ids.to_vec(),
-                value: vals.collect(),
-                label: label(base),
-            }
-        })
-        .collect();
-    drop(g);
-    let mut p = Profile::decode(rest.as_slice()).ok()?;
-    drop(rest);
-    p.sample = samples;
-    // Invalid: the full decode reports it with the file's own sample indices.
-    p.check_valid().ok().map(|()| p)
-}
-
-/// Reads one `Sample` message: its values into `vals`, and its location ids as raw
-/// varint bytes, returned as a slice of `b` when they are one field (the usual packed
-/// case), else concatenated into `scratch` (returned as `None`). Also returns whether
-/// the sample carries the diff-base label. `None` when malformed.
-/// Label string indices must be in the table (`n_strings`), as validation requires.
+/// Reads one `Sample` message: its values into `vals`, its string labels `(key, str)`
+/// into `pairs`, and its location ids as raw varint bytes, returned as a slice of `b`
+/// when they are one field (the usual packed case), else concatenated into `scratch`
+/// (returned as `None`). Also returns the largest string index its labels refer to (all
+/// must be in the table, as validation requires). `None` when malformed.
+#[inline(never)] // called per sample: see `Groups::add`
 fn read_sample<'a>(
     b: &'a [u8],
     scratch: &mut Vec<u8>,
     vals: &mut Vec<i64>,
-    base: (Option<i64>, Option<i64>),
-    n_strings: i64,
-) -> Option<(Option<&'a [u8]>, bool)> {
+    pairs: &mut Vec<(i64, i64)>,
+) -> Option<(Option<&'a [u8]>, i64)> {
     vals.clear();
+    pairs.clear();
+    let mut max_str = 0i64;
     // Location fields seen: 0, 1 (in `one`), or more (concatenated in `scratch`).
     let mut one: Option<&'a [u8]> = None;
     let mut many = false;
-    let mut is_base = false;
     let mut pos = 0;
     while pos < b.len() {
         let (tag, wire, _, body) = field(b, &mut pos)?;
@@ -355,8 +476,11 @@ fn read_sample<'a>(
                             return None;
                         }
                         let x = varint(v, &mut 0)? as i64;
-                        if t != 3 && !(0..n_strings).contains(&x) {
-                            return None;
+                        if t != 3 {
+                            if x < 0 {
+                                return None;
+                            }
+                            max_str = max_str.max(x);
                         }
                         match t {
                             1 => key = x,
@@ -365,8 +489,8 @@ fn read_sample<'a>(
                         }
                     }
                 }
-                if (Some(key), Some(str)) == base {
-                    is_base = true;
+                if str != 0 {
+                    pairs.push((key, str));
                 }
             }
             (1..=3, _) => return None,
@@ -379,7 +503,52 @@ fn read_sample<'a>(
             one = Some(&[]);
         }
     }
-    Some((if many { None } else { one }, is_base))
+    Some((if many { None } else { one }, max_str))
+}
+
+/// Length of the top-level field at the start of `b`: `Ok(None)` when `b` ends before
+/// its key and length do, `Err` when it cannot be a valid field.
+#[inline(always)]
+fn field_len(b: &[u8]) -> Result<Option<usize>, ()> {
+    let mut pos = 0;
+    let Some(key) = varint_partial(b, &mut pos)? else {
+        return Ok(None);
+    };
+    if key >> 3 == 0 {
+        return Err(());
+    }
+    let total = match key & 7 {
+        0 => match varint_partial(b, &mut pos)? {
+            Some(_) => pos,
+            None => return Ok(None),
+        },
+        1 => pos + 8,
+        2 => match varint_partial(b, &mut pos)? {
+            Some(n) => usize::try_from(n)
+                .ok()
+                .and_then(|n| n.checked_add(pos))
+                .ok_or(())?,
+            None => return Ok(None),
+        },
+        5 => pos + 4,
+        _ => return Err(()),
+    };
+    Ok(Some(total))
+}
+
+/// [`varint`] that tells "ends too early" (`Ok(None)`) from "malformed" (`Err`).
+#[inline(always)]
+fn varint_partial(b: &[u8], pos: &mut usize) -> Result<Option<u64>, ()> {
+    let start = *pos;
+    match varint(b, pos) {
+        Some(v) => Ok(Some(v)),
+        // Ran off the end of `b` (fewer than 10 bytes, no overflow): more may come.
+        None if b.len() - start < 10 && b[start..].iter().all(|&x| x >= 0x80) => {
+            *pos = start;
+            Ok(None)
+        }
+        None => Err(()),
+    }
 }
 
 #[inline(always)]

@@ -15,7 +15,7 @@ mod source;
 mod top;
 mod units;
 
-pub use compact::{decode_compact, decode_compact_with_limit};
+pub use compact::{decode_compact, decode_compact_with_limit, CompactDecoder};
 pub use flame::{FlameNode, FlameTree};
 pub use index::{Filter, FilterError, Frame, Index};
 pub use source::{SourceLine, SourceTable};

@@ -277,6 +277,61 @@ fn compact_decode_rejects_bad_input_with_an_error() {
     assert!(e.contains("999"), "{e}");
 }
 
+/// The streaming decoder gives the same profile however the file is cut into pieces:
+/// split at every byte, and fed in pieces of 1 to 7 bytes (fields, keys and lengths
+/// then straddle pieces in every way).
+#[test]
+fn compact_decoder_is_independent_of_how_the_input_is_cut() {
+    let new = sample_profile();
+    let mut base = sample_profile();
+    base.sample.truncate(2);
+    // A diff (base-labelled samples) with extra string and numeric labels.
+    let mut p = profile::diff(&base, &new).unwrap();
+    let k = p.string_table.len() as i64;
+    p.string_table
+        .extend(["thread".into(), "io".into(), "bytes".into()]);
+    for (i, s) in p.sample.iter_mut().enumerate() {
+        s.label.push(profile::Label {
+            key: k + 2,
+            str: 0,
+            num: 16 * i as i64,
+            num_unit: 0,
+        });
+        if i % 2 == 0 {
+            s.label.push(profile::Label {
+                key: k,
+                str: k + 1,
+                num: 0,
+                num_unit: 0,
+            });
+        }
+    }
+    let raw = p.encode_to_vec();
+    let whole = decode_compact(&raw).unwrap();
+    for si in 0..whole.sample_type.len() {
+        assert_eq!(
+            top(&whole, si, &Filter::none()),
+            top(&p, si, &Filter::none())
+        );
+    }
+    for cut in 0..=raw.len() {
+        let mut d = CompactDecoder::new();
+        assert!(d.feed(&raw[..cut]) && d.feed(&raw[cut..]), "cut at {cut}");
+        assert_eq!(d.finish().as_ref(), Some(&whole), "cut at {cut}");
+    }
+    for piece in 1..8 {
+        let mut d = CompactDecoder::new();
+        for c in raw.chunks(piece) {
+            assert!(d.feed(c));
+        }
+        assert_eq!(d.finish().as_ref(), Some(&whole), "pieces of {piece}");
+    }
+    // Ending inside a field is not a profile.
+    let mut d = CompactDecoder::new();
+    d.feed(&raw[..raw.len() - 1]);
+    assert!(d.finish().is_none());
+}
+
 #[test]
 fn units_are_human() {
     assert_eq!(format_value(512, "bytes"), "512 B");
@@ -403,7 +458,15 @@ fn top_inline_labels_ignore_edges_below_pprofs_edge_fraction() {
     let t = top(&p, 0, &Filter::none());
     assert_eq!(t.total, 15002);
     let label = |name: &str| t.rows.iter().find(|r| r.name == name).map(|r| r.inline);
-    assert_eq!(label("c"), Some(Inline::No), "b→c weighs 1, below the cutoff of 15");
-    assert_eq!(label("d"), Some(Inline::Full), "the plain a→d call weighs 2, trimmed");
+    assert_eq!(
+        label("c"),
+        Some(Inline::No),
+        "b→c weighs 1, below the cutoff of 15"
+    );
+    assert_eq!(
+        label("d"),
+        Some(Inline::Full),
+        "the plain a→d call weighs 2, trimmed"
+    );
     assert_eq!(label("a"), Some(Inline::No));
 }
