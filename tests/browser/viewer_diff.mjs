@@ -36,18 +36,19 @@ try {
     return { name: r.dataset.name, flat: v[0], flatPct: v[1], sumPct: v[2], cum: v[3], cumPct: v[4] };
   }));
   // Canvas pixels by colour: the diff's growth red (hue 4) and shrinkage blue (hue
-  // 214) at a visible saturation (an unchanged frame is a pale 20%), and the plain
-  // flame graph's warm hues (8…50).
+  // 214) at a visible saturation, its light grey for no change, and the plain flame
+  // graph's warm hues (8…50).
   const flameColours = () => page.$eval('[data-testid=flame-graph]', (c) => {
     const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-    const out = { painted: 0, grew: 0, shrank: 0, warm: 0 };
+    const out = { painted: 0, grew: 0, shrank: 0, unchanged: 0, warm: 0 };
     for (let i = 0; i < d.length; i += 4) {
       if (d[i + 3] === 0) continue;
       out.painted++;
       const [r, g, b] = [d[i] / 255, d[i + 1] / 255, d[i + 2] / 255];
       const max = Math.max(r, g, b), min = Math.min(r, g, b), l = (max + min) / 2;
+      const s = max === min ? 0 : (max - min) / (1 - Math.abs(2 * l - 1));
+      if (s < 0.04 && l >= 0.8 && l <= 0.93) out.unchanged++;
       if (max === min) continue;
-      const s = (max - min) / (1 - Math.abs(2 * l - 1));
       let h = max === r ? ((g - b) / (max - min)) % 6 : max === g ? (b - r) / (max - min) + 2 : (r - g) / (max - min) + 4;
       h = (h * 60 + 360) % 360;
       if (s < 0.3) continue;

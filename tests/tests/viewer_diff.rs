@@ -163,6 +163,21 @@ fn viewer_diff_against_a_base_equals_pprof_diff_base() {
                 "{st}: nothing shrank but the flame graph shows shrinkage blue: {px}"
             );
         }
+        // main.leakLarge and main.buffers allocated the same in both (they only
+        // released memory): pprof leaves them out of the diff, the flame graph draws
+        // them (wide: new + base) in the no-change grey, not in a growth tint.
+        if st.starts_with("alloc") {
+            for f in ["main.leakLarge", "main.buffers"] {
+                assert!(
+                    !theirs.iter().any(|r| r.name == f),
+                    "{st}: {f} changed in the fixture"
+                );
+            }
+            assert!(
+                count(px, "unchanged") > 2000,
+                "{st}: the unchanged frames are not drawn in the no-change grey: {px}"
+            );
+        }
         assert!(
             count(px, "warm") < count(px, "grew") / 10,
             "{st}: the diff flame graph is painted in the plain (non-diff) colours: {px}"
@@ -236,6 +251,10 @@ fn viewer_diff_against_a_base_equals_pprof_diff_base() {
             count(px, "shrank"),
             0,
             "{st}: shrinkage blue without a base: {px}"
+        );
+        assert!(
+            count(px, "unchanged") < 500,
+            "{st}: no-change grey without a base: {px}"
         );
         assert!(
             count(px, "warm") > 2000,
