@@ -12,7 +12,8 @@ const [www, base, neu, outDir, FOCUS] = process.argv.slice(2);
 fs.mkdirSync(outDir, { recursive: true });
 const result = { errors: [], consoleErrors: [], sampleTypes: [], diff: { tables: {}, pixels: {} }, plain: { tables: {}, pixels: {} } };
 
-const server = await serve(www);
+// Both files are also served, for the `#profile=URL&base=URL` link.
+const server = await serve(www, { '/demo/new.pb.gz': neu, '/demo/base.pb.gz': base });
 const browser = await launch();
 try {
   const page = await browser.newPage({ viewport: { width: 1360, height: 860 }, deviceScaleFactor: 2 });
@@ -132,6 +133,30 @@ try {
   await page.setInputFiles('[data-testid=file-input]', [neu, base]);
   await waitStatus(() => document.querySelector('.status')?.textContent.includes('−'));
   result.pickedTogether = { status: await status(), table: await readTop() };
+
+  // 6. A diff link, `#profile=URL&base=URL`: opens the diff, and still does after the
+  // app rewrites the hash and the page is reloaded; clearing the base drops it from
+  // the link.
+  const link = await browser.newPage({ viewport: { width: 1360, height: 860 } });
+  link.on('pageerror', (e) => result.errors.push(String(e)));
+  const linkState = async () => ({
+    status: await link.textContent('.status'),
+    hash: await link.evaluate(() => location.hash),
+  });
+  await link.goto(`${server.url}/index.html#profile=demo/new.pb.gz&base=demo/base.pb.gz`);
+  await waitMark(link, 'flame-painted', 1);
+  result.link = { opened: await linkState() };
+  await link.selectOption('[data-testid=sample-type]', 'alloc_space');
+  await link.waitForFunction(() => location.hash.includes('si=alloc_space'));
+  await link.reload();
+  await waitMark(link, 'flame-painted', 1);
+  result.link.reloaded = await linkState();
+  if (await link.$('button.chip')) {
+    await link.click('button.chip');
+    await link.waitForFunction(() => !document.querySelector('.status')?.textContent.includes('−'));
+    result.link.cleared = await linkState();
+  }
+  await link.close();
 } finally {
   fs.writeFileSync(path.join(outDir, 'result.json'), JSON.stringify(result, null, 1));
   await browser.close();

@@ -7,7 +7,8 @@
 //! painted in the growth colour where pprof shows growth and in the shrinkage colour
 //! where it shows shrinkage; clearing the base brings back the plain profile's numbers
 //! (`go tool pprof -top NEW`). A base dropped on "Compare with base…", and both files
-//! picked at once (the older is the base), give the same diff.
+//! picked at once (the older is the base), give the same diff; a
+//! `#profile=URL&base=URL` link opens it and keeps it across a reload.
 //!
 //! Needs the bundle (`cargo xtask viewer`; `HEAPSNAP_WWW` = its `www/`), Chromium and
 //! playwright-core (`cargo xtask test` installs both). Missing pieces fail the test with
@@ -284,6 +285,23 @@ fn viewer_diff_against_a_base_equals_pprof_diff_base() {
         together["status"]
     );
     assert_same_table("two files at once", &page_rows(&together["table"]), &inuse);
+
+    // The diff link keeps its base across the app's hash rewrites and a reload, and
+    // loses it when the base is cleared.
+    let link = &result["link"];
+    for (when, st) in [("opened", "inuse_space"), ("reloaded", "alloc_space")] {
+        let s = link[when]["status"].as_str().unwrap_or_default();
+        assert!(
+            s.contains("demo/new.pb.gz − demo/base.pb.gz") && s.contains(&format!("{st}:")),
+            "#profile=…&base=… link, {when}: {s:?} (hash {})",
+            link[when]["hash"]
+        );
+    }
+    let hash = link["cleared"]["hash"].as_str().unwrap_or("(not cleared)");
+    assert!(
+        hash.contains("profile=demo") && !hash.contains("base="),
+        "the link after clearing the base: {hash}"
+    );
 
     for shot in ["diff.png", "diff-top.png"] {
         assert!(
