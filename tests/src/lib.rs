@@ -73,17 +73,24 @@ pub fn pprof(args: &[&str], file: &Path) -> String {
     run(&mut c)
 }
 
+/// Builds the Go program `tests/go/<name>` into `dir` (created if needed); returns the
+/// executable.
+fn go_program(name: &str, dir: &Path) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let exe = dir.join(name);
+    run(go()
+        .current_dir(repo_root().join("tests/go").join(name))
+        .args(["build", "-o"])
+        .arg(&exe)
+        .arg("."));
+    exe
+}
+
 /// A heap profile written by Go's own runtime (`tests/go/heapalloc`: MemProfileRate = 1,
 /// allocations in `main.leakSmall`, `main.leakLarge`, `main.churn`, `main.nested` →
 /// `main.inner`), at `dir/go-heap.pb.gz`. Builds the Go program into `dir` first.
 pub fn go_heap_profile(dir: &Path) -> PathBuf {
-    std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    let exe = dir.join("heapalloc");
-    run(go()
-        .current_dir(repo_root().join("tests/go/heapalloc"))
-        .args(["build", "-o"])
-        .arg(&exe)
-        .arg("."));
+    let exe = go_program("heapalloc", dir);
     let out = dir.join("go-heap.pb.gz");
     run(Command::new(&exe).arg(&out));
     assert!(
@@ -93,6 +100,33 @@ pub fn go_heap_profile(dir: &Path) -> PathBuf {
         out.display()
     );
     out
+}
+
+/// Two heap profiles of one Go process written by Go's own runtime, before and after a
+/// change (`tests/go/heapdiff`: `main.leakLarge` and `main.buffers` release most of
+/// their memory, `main.leakSmall` and `main.nested` → `main.inner` keep more,
+/// `main.cache` appears), at `dir/go-base.pb.gz` and `dir/go-new.pb.gz`: `(base, new)`.
+/// The base's modification time is set an hour back, so "the older file is the base"
+/// holds even when both are written within the same millisecond.
+pub fn go_heap_profile_pair(dir: &Path) -> (PathBuf, PathBuf) {
+    let exe = go_program("heapdiff", dir);
+    let (base, new) = (dir.join("go-base.pb.gz"), dir.join("go-new.pb.gz"));
+    run(Command::new(&exe).arg(&base).arg(&new));
+    for f in [&base, &new] {
+        assert!(
+            f.is_file(),
+            "{} did not write {}",
+            exe.display(),
+            f.display()
+        );
+    }
+    let older = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&base)
+        .and_then(|f| f.set_modified(older))
+        .unwrap_or_else(|e| panic!("{}: cannot set its modification time: {e}", base.display()));
+    (base, new)
 }
 
 /// A binary or example of this workspace: next to the test (`cargo test --workspace`
@@ -195,4 +229,127 @@ pub fn node_modules() -> PathBuf {
         nm.display()
     );
     nm
+}
+
+/// One row of pprof's `-top` text, or of the viewer's top table: (name, flat, flat%,
+/// sum%, cum, cum%).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopRow {
+    pub name: String,
+    pub flat: i64,
+    pub flat_pct: f64,
+    pub sum_pct: f64,
+    pub cum: i64,
+    pub cum_pct: f64,
+}
+
+/// Parses `go tool pprof -top -unit=bytes` output (values are exact with that unit:
+/// `8388608B`, `-6291456B` in a diff, counts as `5000bytes`).
+pub fn parse_pprof_top(text: &str) -> Vec<TopRow> {
+    let num = |s: &str| -> i64 {
+        let digits = s.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        digits
+            .parse()
+            .unwrap_or_else(|_| panic!("pprof value {s:?}"))
+    };
+    let pct = |s: &str| -> f64 {
+        s.trim_end_matches('%')
+            .parse()
+            .unwrap_or_else(|_| panic!("pprof percentage {s:?}"))
+    };
+    text.lines()
+        .skip_while(|l| !l.trim_start().starts_with("flat  flat%"))
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            assert!(f.len() >= 6, "unexpected pprof line {l:?}");
+            let name = f[5..].join(" ");
+            let name = name
+                .trim_end_matches(" (inline)")
+                .trim_end_matches(" (partial-inline)")
+                .to_owned();
+            TopRow {
+                name,
+                flat: num(f[0]),
+                flat_pct: pct(f[1]),
+                sum_pct: pct(f[2]),
+                cum: num(f[3]),
+                cum_pct: pct(f[4]),
+            }
+        })
+        .collect()
+}
+
+/// The top-table rows a browser script read off the page (`data-value` of the cells):
+/// a JSON array of `{name, flat, flatPct, sumPct, cum, cumPct}`.
+pub fn page_rows(v: &serde_json::Value) -> Vec<TopRow> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("top rows: not an array: {v}"))
+        .iter()
+        .map(|r| TopRow {
+            name: r["name"].as_str().expect("name").to_owned(),
+            flat: r["flat"].as_f64().expect("flat") as i64,
+            flat_pct: r["flatPct"].as_f64().expect("flatPct"),
+            sum_pct: r["sumPct"].as_f64().expect("sumPct"),
+            cum: r["cum"].as_f64().expect("cum") as i64,
+            cum_pct: r["cumPct"].as_f64().expect("cumPct"),
+        })
+        .collect()
+}
+
+/// Whether the viewer's percentage `ours` shows as pprof's printed `pprof`: pprof
+/// prints `%5.2f` (≥ 1%) or two significant digits (`%5.2g`, < 1%), and `100%` for
+/// anything within ±0.05 of it. pprof prints magnitudes (a diff's −70% is `70.09%`),
+/// so magnitudes are compared; [`assert_same_table`] checks the sign separately.
+pub fn pct_close(ours: f64, pprof: f64) -> bool {
+    let (ours, pprof) = (ours.abs(), pprof.abs());
+    let d = (ours - pprof).abs();
+    if pprof == 100.0 {
+        d <= 0.0501
+    } else if pprof >= 1.0 {
+        d <= 0.0051
+    } else {
+        d <= 0.051 * pprof + 1e-12
+    }
+}
+
+/// The viewer's top table `ours` equals pprof's `-top` rows `theirs`: same functions
+/// in the same order, the same flat and cum values, the percentages as pprof prints
+/// them. In a diff the viewer keeps the sign on percentages (pprof prints only the
+/// magnitude): a percentage must then have the sign of its value (flat, the running
+/// sum of flat, cum).
+pub fn assert_same_table(what: &str, ours: &[TopRow], theirs: &[TopRow]) {
+    let names = |r: &[TopRow]| r.iter().map(|r| r.name.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        names(ours),
+        names(theirs),
+        "{what}: rows (in order) differ from go tool pprof -top"
+    );
+    let mut sum = 0i64;
+    for (a, b) in ours.iter().zip(theirs) {
+        assert_eq!(
+            (a.flat, a.cum),
+            (b.flat, b.cum),
+            "{what}: {} flat/cum differ from pprof",
+            a.name
+        );
+        sum += b.flat;
+        for (x, y, v, col) in [
+            (a.flat_pct, b.flat_pct, b.flat, "flat%"),
+            (a.sum_pct, b.sum_pct, sum, "sum%"),
+            (a.cum_pct, b.cum_pct, b.cum, "cum%"),
+        ] {
+            assert!(
+                pct_close(x, y),
+                "{what}: {} {col} is {x} in the viewer, {y} in pprof",
+                a.name
+            );
+            assert!(
+                (x < 0.0) == (v < 0),
+                "{what}: {} {col} is {x} in the viewer for a value of {v}",
+                a.name
+            );
+        }
+    }
 }

@@ -81,7 +81,10 @@ fn convert(out: &Path, snap: &Path, test: &str) -> PathBuf {
     std::fs::create_dir_all(&tmp).unwrap();
     let pb = tmp.join(format!(
         "{test}-{}",
-        snap.with_extension("pb.gz").file_name().unwrap().to_string_lossy()
+        snap.with_extension("pb.gz")
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
     ));
     run(Command::new(heapsnap())
         .arg("convert")
@@ -90,13 +93,20 @@ fn convert(out: &Path, snap: &Path, test: &str) -> PathBuf {
         .arg(snap)
         .arg("-o")
         .arg(&pb));
-    assert!(pb.is_file(), "heapsnap convert wrote nothing to {}", pb.display());
+    assert!(
+        pb.is_file(),
+        "heapsnap convert wrote nothing to {}",
+        pb.display()
+    );
     pb
 }
 
 /// First data row of `go tool pprof -top` (after the `flat  flat% …` header).
 fn first_top_row(top: &str) -> &str {
-    let mut rows = top.lines().skip_while(|l| !l.trim_start().starts_with("flat")).skip(1);
+    let mut rows = top
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("flat"))
+        .skip(1);
     rows.next()
         .unwrap_or_else(|| panic!("no rows in pprof -top output:\n{top}"))
 }
@@ -186,10 +196,16 @@ fn viewer_preloads_the_firmware_profile_and_shows_pprofs_top_rows() {
         .arg(&pb)
         .arg(&dir)
         .env("HEAPSNAP_NODE_MODULES", &nm));
-    let result: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).expect("result.json")).expect("JSON");
+    let result: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("result.json")).expect("result.json"),
+    )
+    .expect("JSON");
     eprintln!("screenshot: {}", dir.join("flame.png").display());
-    assert_eq!(result["errors"], Value::Array(vec![]), "uncaught errors in the page");
+    assert_eq!(
+        result["errors"],
+        Value::Array(vec![]),
+        "uncaught errors in the page"
+    );
     assert_eq!(result["sampleType"], "inuse_space");
     assert!(
         result["flamePainted"].as_u64().unwrap_or(0) > 2000,
@@ -220,7 +236,12 @@ fn viewer_preloads_the_firmware_profile_and_shows_pprofs_top_rows() {
         })
         .collect();
     let text = pprof(
-        &["-top", "-nodefraction=0", "-unit=bytes", "-sample_index=inuse_space"],
+        &[
+            "-top",
+            "-nodefraction=0",
+            "-unit=bytes",
+            "-sample_index=inuse_space",
+        ],
         &pb,
     );
     let theirs: Vec<Row> = text
@@ -230,7 +251,11 @@ fn viewer_preloads_the_firmware_profile_and_shows_pprofs_top_rows() {
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            let num = |s: &str| s.trim_end_matches(char::is_alphabetic).parse::<i64>().unwrap_or(-1);
+            let num = |s: &str| {
+                s.trim_end_matches(char::is_alphabetic)
+                    .parse::<i64>()
+                    .unwrap_or(-1)
+            };
             let name = f[5..].join(" ");
             Row {
                 name: name.trim_end_matches(" (inline)").to_owned(),
@@ -267,7 +292,12 @@ fn thumb_stacks_are_whole_and_nothing_was_dropped() {
     let snap = sampler_core::snapshot::decode(&std::fs::read(last).unwrap())
         .unwrap_or_else(|e| panic!("{}: {e}", last.display()));
     assert_eq!(snap.word_size, 4, "a Cortex-M3 snapshot has 32-bit frames");
-    let deepest = snap.stacks.iter().map(|s| s.frames.len()).max().unwrap_or(0);
+    let deepest = snap
+        .stacks
+        .iter()
+        .map(|s| s.frames.len())
+        .max()
+        .unwrap_or(0);
     assert!(
         deepest >= 6,
         "the deepest stack has {deepest} frames: the walker stops early on Thumb"

@@ -9,114 +9,12 @@
 //! playwright-core (`cargo xtask test` installs both). Missing pieces fail the test with
 //! a message; nothing is skipped. Screenshots: `target/viewer-e2e/*.png`.
 
-use e2e::{go_heap_profile, node_modules, pprof, repo_root, run, target_dir, www};
+use e2e::{
+    assert_same_table, go_heap_profile, node_modules, page_rows, parse_pprof_top, pprof, repo_root,
+    run, target_dir, www,
+};
 use serde_json::Value;
 use std::process::Command;
-
-/// One row of pprof's `-top` text: (name, flat, flat%, sum%, cum, cum%).
-#[derive(Debug, Clone, PartialEq)]
-struct Row {
-    name: String,
-    flat: i64,
-    flat_pct: f64,
-    sum_pct: f64,
-    cum: i64,
-    cum_pct: f64,
-}
-
-/// Parses `go tool pprof -top -unit=bytes` output (values are exact with that unit:
-/// `8388608B`, counts as `5000bytes`).
-fn parse_pprof_top(text: &str) -> Vec<Row> {
-    let num = |s: &str| -> i64 {
-        let digits = s.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-        digits
-            .parse()
-            .unwrap_or_else(|_| panic!("pprof value {s:?}"))
-    };
-    let pct = |s: &str| -> f64 {
-        s.trim_end_matches('%')
-            .parse()
-            .unwrap_or_else(|_| panic!("pprof percentage {s:?}"))
-    };
-    text.lines()
-        .skip_while(|l| !l.trim_start().starts_with("flat  flat%"))
-        .skip(1)
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            assert!(f.len() >= 6, "unexpected pprof line {l:?}");
-            let name = f[5..].join(" ");
-            let name = name
-                .trim_end_matches(" (inline)")
-                .trim_end_matches(" (partial-inline)")
-                .to_owned();
-            Row {
-                name,
-                flat: num(f[0]),
-                flat_pct: pct(f[1]),
-                sum_pct: pct(f[2]),
-                cum: num(f[3]),
-                cum_pct: pct(f[4]),
-            }
-        })
-        .collect()
-}
-
-fn page_rows(v: &Value) -> Vec<Row> {
-    v.as_array()
-        .expect("rows array")
-        .iter()
-        .map(|r| Row {
-            name: r["name"].as_str().expect("name").to_owned(),
-            flat: r["flat"].as_f64().expect("flat") as i64,
-            flat_pct: r["flatPct"].as_f64().expect("flatPct"),
-            sum_pct: r["sumPct"].as_f64().expect("sumPct"),
-            cum: r["cum"].as_f64().expect("cum") as i64,
-            cum_pct: r["cumPct"].as_f64().expect("cumPct"),
-        })
-        .collect()
-}
-
-/// pprof prints `%5.2f` (≥ 1%) or two significant digits (`%5.2g`, < 1%), and
-/// `100%` for anything within ±0.05 of it.
-fn pct_close(ours: f64, pprof: f64) -> bool {
-    let d = (ours - pprof).abs();
-    if pprof == 100.0 {
-        d <= 0.0501
-    } else if pprof.abs() >= 1.0 {
-        d <= 0.0051
-    } else {
-        d <= 0.051 * pprof.abs() + 1e-12
-    }
-}
-
-fn assert_same_table(what: &str, ours: &[Row], theirs: &[Row]) {
-    let names = |r: &[Row]| r.iter().map(|r| r.name.clone()).collect::<Vec<_>>();
-    assert_eq!(
-        names(ours),
-        names(theirs),
-        "{what}: rows (in order) differ from go tool pprof -top"
-    );
-    for (a, b) in ours.iter().zip(theirs) {
-        assert_eq!(
-            (a.flat, a.cum),
-            (b.flat, b.cum),
-            "{what}: {} flat/cum differ from pprof",
-            a.name
-        );
-        for (x, y, col) in [
-            (a.flat_pct, b.flat_pct, "flat%"),
-            (a.sum_pct, b.sum_pct, "sum%"),
-            (a.cum_pct, b.cum_pct, "cum%"),
-        ] {
-            assert!(
-                pct_close(x, y),
-                "{what}: {} {col} is {x} in the viewer, {y} in pprof",
-                a.name
-            );
-        }
-    }
-}
 
 #[test]
 fn viewer_shows_pprof_top_for_every_sample_type_of_a_go_heap_profile() {
@@ -302,11 +200,20 @@ fn viewer_shows_pprof_top_for_every_sample_type_of_a_go_heap_profile() {
         Value::Bool(true),
         "a fetch to another origin was not blocked by the CSP"
     );
-    assert!(result["dropped"].as_str().unwrap_or_default().contains("dropped.pb.gz"), "drag and drop opened the file");
+    assert!(
+        result["dropped"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("dropped.pb.gz"),
+        "drag and drop opened the file"
+    );
     let pre = &result["preload"];
     assert_eq!(pre["view"], "flame", "?profile= opens in the flame graph");
     assert!(
-        pre["status"].as_str().unwrap_or_default().contains("preload.pb.gz"),
+        pre["status"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("preload.pb.gz"),
         "?profile= loaded the served file: {pre}"
     );
     for shot in ["flame.png", "top.png", "source.png"] {

@@ -348,7 +348,8 @@ fn fit(name: &str, room: usize) -> String {
 }
 
 /// Fill colour: warm hues by name (stable across reloads), lighter when inlined;
-/// in a diff, red for growth and blue for shrinkage by the net share; search matches
+/// in a diff, red for growth and blue for shrinkage by the net share, grey for no
+/// change; search matches
 /// in violet and the rest greyed.
 fn color(
     name: &str,
@@ -366,6 +367,10 @@ fn color(
         return format!("hsl(280, 62%, {}%)", 70 + (h % 8));
     }
     if diff {
+        if n.value == 0 {
+            // No net change: neutral grey (the weakest growth tint would read as "grew").
+            return "hsl(0, 0%, 86%)".into();
+        }
         let r = if n.width == 0 {
             0.0
         } else {

@@ -1,7 +1,7 @@
 //! View, sample type, filters, zoom and function live in the URL hash, so a reload (or
 //! a shared link, with the same file) shows the same thing. The profile itself never
-//! goes into a URL: `?profile=URL` (or `#profile=URL`) only names a same-origin file
-//! to fetch, for `cargo xtask demo`.
+//! goes into a URL: `?profile=URL` (or `#profile=URL`; `base=URL` for a diff) only names
+//! a same-origin file to fetch, for `cargo xtask demo`.
 
 use crate::state::{State, View};
 use web_sys::UrlSearchParams;
@@ -39,8 +39,17 @@ pub fn encode(s: &State) -> String {
         return String::new();
     };
     if let Some(url) = preload_url("profile") {
-        if hash_params().and_then(|h| h.get("profile")).is_some() {
+        let hash = hash_params();
+        if hash.as_ref().and_then(|h| h.get("profile")).is_some() {
             p.append("profile", &url);
+            // A diff link's base stays while it is being loaded (nothing is yet) or
+            // is the base shown; clearing or replacing the base drops it.
+            if let Some(b) = hash.and_then(|h| h.get("base")) {
+                let pending = s.main.is_none() && s.base.is_none();
+                if pending || s.base.as_ref().is_some_and(|l| l.name == b) {
+                    p.append("base", &b);
+                }
+            }
         }
     }
     p.append("view", s.view.as_str());

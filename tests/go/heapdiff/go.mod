@@ -1,0 +1,3 @@
+module heapsnap.test/heapdiff
+
+go 1.19
