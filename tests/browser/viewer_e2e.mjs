@@ -4,12 +4,13 @@
 //   node viewer_e2e.mjs WWW PROFILE MALFORMED SOURCE_FILE OUT_DIR
 // Writes OUT_DIR/result.json and screenshots OUT_DIR/{flame,top,source}.png.
 import fs from 'node:fs';
+import zlib from 'node:zlib';
 import path from 'node:path';
 import { serve, launch, waitMark } from './lib.mjs';
 
 const [www, profile, malformed, sourceFile, outDir] = process.argv.slice(2);
 fs.mkdirSync(outDir, { recursive: true });
-const result = { errors: [], consoleErrors: [], sampleTypes: [], tables: {}, flamePixels: {} };
+const result = { errors: [], consoleErrors: [], workers: [], sampleTypes: [], tables: {}, flamePixels: {} };
 
 // The profile is also served, for the ?profile= preload that `cargo xtask demo` uses.
 const server = await serve(www, { '/demo/preload.pb.gz': profile });
@@ -18,6 +19,7 @@ try {
   const page = await browser.newPage({ viewport: { width: 1360, height: 860 }, deviceScaleFactor: 2 });
   page.on('pageerror', (e) => result.errors.push(String(e)));
   page.on('console', (m) => { if (m.type() === 'error') result.consoleErrors.push(m.text()); });
+  page.on('worker', (w) => result.workers.push(w.url()));
   await page.goto(`${server.url}/index.html`);
   await page.waitForSelector('[data-testid=file-input]', { state: 'attached' });
 
@@ -146,6 +148,25 @@ try {
   await page.dispatchEvent('main', 'drop', { dataTransfer: dt });
   await page.waitForFunction(() => document.querySelector('.status')?.textContent.includes('dropped.pb.gz'));
   result.dropped = await page.textContent('.status');
+
+  // The same profile inflated (a raw protobuf, read as a stream) gives the same table
+  // as the gzipped one (inflated in www/inflate-worker.js).
+  await view('top');
+  const gzTable = await readTop();
+  const raw = zlib.gunzipSync(fs.readFileSync(profile)).toString('base64');
+  const dtRaw = await page.evaluateHandle((data) => {
+    const t = new DataTransfer();
+    t.items.add(new File([Uint8Array.from(atob(data), (c) => c.charCodeAt(0))], 'dropped-raw.pb'));
+    return t;
+  }, raw);
+  await page.dispatchEvent('main', 'drop', { dataTransfer: dtRaw });
+  await page.waitForFunction(() => document.querySelector('.status')?.textContent.includes('dropped-raw.pb'));
+  await page.waitForSelector('[data-testid=top-row]');
+  result.rawTable = await readTop();
+  // Since the reload: two gzipped loads and a raw one, none needing the slow
+  // whole-file decoder (a broken or missing inflate worker would).
+  result.wholeFileDecodes = await page.evaluate(() => performance.getEntriesByName('heapsnap:whole-file-decode').length);
+  result.gzTable = gzTable;
 
   // ?profile=URL (same origin) opens straight into the flame graph.
   const pre = await browser.newPage({ viewport: { width: 1360, height: 860 } });

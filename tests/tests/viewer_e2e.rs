@@ -54,6 +54,30 @@ fn viewer_shows_pprof_top_for_every_sample_type_of_a_go_heap_profile() {
         err.contains("truncated.pb.gz") && err.contains("gzip"),
         "malformed file error: {err:?}"
     );
+    // Gzipped profiles are inflated off the main thread.
+    assert!(
+        result["workers"]
+            .as_array()
+            .is_some_and(|w| w.iter().any(|u| u
+                .as_str()
+                .is_some_and(|u| u.ends_with("/inflate-worker.js")))),
+        "no inflate worker was started: {}",
+        result["workers"]
+    );
+    assert_eq!(
+        result["wholeFileDecodes"],
+        Value::from(0),
+        "good files must decode while they stream in (since the page's reload: two gzipped, one raw)"
+    );
+    // The raw protobuf (streamed, no gzip) reads the same as the gzipped file.
+    assert!(
+        result["gzTable"].as_array().is_some_and(|t| !t.is_empty()),
+        "no top table after the drop"
+    );
+    assert_eq!(
+        result["rawTable"], result["gzTable"],
+        "raw vs gzipped profile"
+    );
     assert_eq!(
         result["errorAfterGoodFile"],
         Value::Bool(false),

@@ -168,6 +168,8 @@ async fn decode_blob(blob: &web_sys::Blob) -> Result<Result<Profile, ProfileErro
     if let Ok(Some(p)) = stream_decode(blob).await {
         return Ok(Ok(p));
     }
+    // Marked so that tests can tell a good file never takes this slow path.
+    mark("whole-file-decode");
     Ok(decode_compact(&read_blob(blob).await?))
 }
 
@@ -180,14 +182,19 @@ async fn stream_decode(blob: &web_sys::Blob) -> Result<Option<Profile>, String> 
     )
     .await
     .map_err(js_err)?;
-    let mut stream = blob.stream();
-    if profile::is_gzip(&Uint8Array::new(&head).to_vec()) {
+    let stream = if !profile::is_gzip(&Uint8Array::new(&head).to_vec()) {
+        blob.stream()
+    } else if let Ok(s) = inflate_in_worker(blob) {
+        s
+    } else {
+        // No worker (e.g. a page opened from file://): inflate on this thread.
         let ds = DecompressionStream::new("gzip").map_err(js_err)?;
-        stream = stream.pipe_through(&web_sys::ReadableWritablePair::new(
-            &ds.readable(),
-            &ds.writable(),
-        ));
-    }
+        blob.stream()
+            .pipe_through(&web_sys::ReadableWritablePair::new(
+                &ds.readable(),
+                &ds.writable(),
+            ))
+    };
     let reader: web_sys::ReadableStreamDefaultReader = stream
         .get_reader()
         .dyn_into()
@@ -227,6 +234,37 @@ async fn read_blob(blob: &web_sys::Blob) -> Result<Vec<u8>, String> {
 
 fn js_err(e: wasm_bindgen::JsValue) -> String {
     format!("{e:?}")
+}
+
+// The inflated bytes of a gzipped Blob, as a stream fed by www/inflate-worker.js (the
+// page's own origin, as the Content-Security-Policy requires). Throws when no worker
+// can be made; the stream errors if the worker fails or the gzip is corrupt.
+#[wasm_bindgen::prelude::wasm_bindgen(inline_js = r#"
+export function inflate_in_worker(blob) {
+  const worker = new Worker('inflate-worker.js');
+  return new ReadableStream({
+    start(controller) {
+      worker.onmessage = (e) => {
+        const m = e.data;
+        if (m.chunk) { controller.enqueue(m.chunk); return; }
+        if (m.done) controller.close(); else controller.error(new Error(m.error));
+        worker.terminate();
+      };
+      worker.onerror = (e) => {
+        controller.error(new Error(e.message || 'the inflate worker failed'));
+        worker.terminate();
+      };
+      worker.postMessage(blob);
+    },
+    cancel() { worker.terminate(); },
+  });
+}
+"#)]
+extern "C" {
+    #[wasm_bindgen(catch)]
+    fn inflate_in_worker(
+        blob: &web_sys::Blob,
+    ) -> Result<web_sys::ReadableStream, wasm_bindgen::JsValue>;
 }
 
 // web-sys only offers DecompressionStream behind `web_sys_unstable_apis`; these three

@@ -189,6 +189,8 @@ impl CompactDecoder {
         if self.failed || !self.carry.is_empty() {
             return None;
         }
+        let mut g = self.groups;
+        g.flush()?;
         let mut p = Profile::decode(self.rest.as_slice()).ok()?;
         drop(self.rest);
         if self.max_label_str >= p.string_table.len() as i64 {
@@ -205,7 +207,6 @@ impl CompactDecoder {
             .iter()
             .map(|set| base.is_some_and(|b| set.contains(&b)))
             .collect();
-        let g = self.groups;
         p.sample = (0..g.recs.len())
             .map(|k| {
                 let (ids, vals, set) = g.group(k);
@@ -237,8 +238,10 @@ impl CompactDecoder {
 /// varints, packed vs not) merely stay in separate groups, which changes no figure.
 ///
 /// Samples arrive in random stack order, so the cost is cache misses: each group is one
-/// contiguous record (hash, key, values) found through a flat open-addressing table,
-/// which is two misses per sample where a `HashMap` of separate arenas took five.
+/// contiguous record (hash, values, key) found through a flat open-addressing table,
+/// two misses per sample where a `HashMap` of separate arenas took five. Samples are
+/// looked up in batches, every table slot and then every record of a batch first read
+/// together, so the misses of a batch overlap instead of queueing.
 #[derive(Default)]
 struct Groups {
     /// Linear probing over record offsets + 1 (0 = empty); a power of two in size.
@@ -252,16 +255,31 @@ struct Groups {
     /// Each group's decoded location ids (a range of `ids`).
     ids_at: Vec<(u32, u32)>,
     ids: Vec<u64>,
-    /// The key being looked up, as words.
+    /// Samples waiting for the next batch, their key words, values and location bytes.
+    batch: Vec<Pending>,
     words: Vec<u64>,
+    vals: Vec<i64>,
+    locs: Vec<u8>,
+}
+
+/// A sample waiting in [`Groups::batch`]: its record head and where its key words,
+/// values and location bytes are.
+#[derive(Clone, Copy)]
+struct Pending {
+    head: [u64; HEAD],
+    words: (u32, u32),
+    vals: (u32, u32),
+    locs: (u32, u32),
 }
 
 const HEAD: usize = 4;
+const BATCH: usize = 16;
 
 impl Groups {
     /// Adds a sample (its location-id bytes, values and string-label set): summed into
-    /// the group with the same key, else a new group. `None` when the location bytes
-    /// are not valid varints or the groups outgrow 32-bit offsets.
+    /// the group with the same key, else a new group, when its batch is looked up.
+    /// `None` when a batch holds location bytes that are not valid varints, or the
+    /// groups outgrow 32-bit offsets.
     // Not inlined, here and in `read_sample`: V8 starts wasm in a baseline tier and
     // switches to optimized code only on a later *call* (no on-stack replacement), so
     // per-sample work must be a function called per sample to be optimized mid-file
@@ -275,12 +293,12 @@ impl Groups {
             signs |= u64::from(vals[k] < 0) << k;
             k += 1;
         }
-        let shape = (vals.len() as u64) << 32 | locs.len() as u64;
         if vals.len() as u64 >= 1 << 32 || locs.len() as u64 >= 1 << 32 {
             return None;
         }
+        let shape = (vals.len() as u64) << 32 | locs.len() as u64;
         // The key as words, hashed with its shape.
-        self.words.clear();
+        let ws = self.words.len();
         let mut h = Fx(signs ^ shape.rotate_left(17) ^ u64::from(set) << 7);
         let mut i = 0;
         while i + 8 <= locs.len() {
@@ -309,23 +327,66 @@ impl Groups {
             h.write_u64(w);
             self.words.push(w);
         }
-        let hash = h.finish();
-        if self.table.len() < 2 * (self.recs.len() + 1) {
+        let at = |v: usize, n: usize| (v as u32, n as u32);
+        self.batch.push(Pending {
+            head: [h.finish(), signs, shape, u64::from(set)],
+            words: at(ws, self.words.len() - ws),
+            vals: at(self.vals.len(), vals.len()),
+            locs: at(self.locs.len(), locs.len()),
+        });
+        self.vals.extend_from_slice(vals);
+        self.locs.extend_from_slice(locs);
+        if self.batch.len() == BATCH {
+            return self.flush();
+        }
+        Some(())
+    }
+
+    /// Looks up every waiting sample: first each one's table slot and record head are
+    /// read (independent loads, whose cache misses overlap), then each is merged.
+    #[inline(never)]
+    fn flush(&mut self) -> Option<()> {
+        if self.table.len() < 2 * (self.recs.len() + self.batch.len() + 1) {
             self.grow();
         }
         let mask = self.table.len() - 1;
-        let mut slot = hash as usize & mask;
+        let mut first = [0u32; BATCH];
+        for (f, p) in first.iter_mut().zip(&self.batch) {
+            *f = self.table[p.head[0] as usize & mask];
+        }
+        let mut hits = 0u32;
+        for (&f, p) in first.iter().zip(&self.batch) {
+            if f != 0 {
+                hits += u32::from(self.arena[(f - 1) as usize] == p.head[0]);
+            }
+        }
+        let _ = std::hint::black_box(hits);
+        let batch = std::mem::take(&mut self.batch);
+        let ok = batch.iter().all(|p| self.merge(p).is_some());
+        self.batch = batch;
+        self.batch.clear();
+        self.words.clear();
+        self.vals.clear();
+        self.locs.clear();
+        ok.then_some(())
+    }
+
+    /// Merges one waiting sample into its group, or makes the group.
+    #[inline(always)]
+    fn merge(&mut self, p: &Pending) -> Option<()> {
+        let words = &self.words[p.words.0 as usize..(p.words.0 + p.words.1) as usize];
+        let vals = &self.vals[p.vals.0 as usize..(p.vals.0 + p.vals.1) as usize];
+        let mask = self.table.len() - 1;
+        let mut slot = p.head[0] as usize & mask;
         loop {
             let at = self.table[slot];
             if at == 0 {
                 break;
             }
             let r = (at - 1) as usize;
-            let head = &self.arena[r..r + HEAD];
-            if head[0] == hash && head[1] == signs && head[2] == shape && head[3] == u64::from(set)
-            {
+            if self.arena[r..r + HEAD] == p.head {
                 let ks = r + HEAD + vals.len();
-                if same(&self.arena[ks..ks + self.words.len()], &self.words) {
+                if same(&self.arena[ks..ks + words.len()], words) {
                     for (a, b) in self.arena[r + HEAD..ks].iter_mut().zip(vals) {
                         *a = (*a as i64).wrapping_add(*b) as u64;
                     }
@@ -335,19 +396,19 @@ impl Groups {
             slot = (slot + 1) & mask;
         }
         // A new group: decode (and so validate) its ids once.
+        let locs = &self.locs[p.locs.0 as usize..(p.locs.0 + p.locs.1) as usize];
         let is = self.ids.len();
-        let mut p = 0;
-        while p < locs.len() {
-            self.ids.push(varint(locs, &mut p)?);
+        let mut q = 0;
+        while q < locs.len() {
+            self.ids.push(varint(locs, &mut q)?);
         }
         let r = u32::try_from(self.arena.len())
             .ok()
             .filter(|&r| r < u32::MAX)?;
         self.ids_at.push((is as u32, (self.ids.len() - is) as u32));
-        self.arena
-            .extend_from_slice(&[hash, signs, shape, u64::from(set)]);
+        self.arena.extend_from_slice(&p.head);
         self.arena.extend(vals.iter().map(|&v| v as u64));
-        self.arena.extend_from_slice(&self.words);
+        self.arena.extend_from_slice(words);
         self.recs.push(r);
         self.table[slot] = r + 1;
         Some(())
