@@ -113,23 +113,13 @@ impl Index<'_> {
             }
             diff |= v < 0;
             let start = seq.len() as u32;
-            seq.extend(
-                self.root_first(i)
-                    .map(|f| rank[f.node as usize] << 1 | u32::from(f.inlined)),
-            );
+            self.push_ranks(i, &rank, &mut seq);
             spans.push((start, seq.len() as u32 - start, v));
         }
         let slice = |s: &(u32, u32, i64)| &seq[s.0 as usize..(s.0 + s.1) as usize];
         // Lexicographic; a stack that is a prefix of another sorts after it, so a
         // node's self value lands right of its children.
-        spans.sort_unstable_by(|a, b| {
-            let (a, b) = (slice(a), slice(b));
-            a.iter()
-                .zip(b)
-                .map(|(x, y)| x.cmp(y))
-                .find(|o| o.is_ne())
-                .unwrap_or_else(|| b.len().cmp(&a.len()))
-        });
+        spans.sort_unstable_by(|a, b| cmp_stacks(slice(a), slice(b)));
         let root = FlameNode {
             name: u32::MAX,
             depth: 0,
@@ -147,7 +137,7 @@ impl Index<'_> {
         let mut last: &[u32] = &[];
         for sp in &spans {
             let s = slice(sp);
-            count += s.len() - s.iter().zip(last).take_while(|(a, b)| a == b).count();
+            count += s.len() - lcp(s, last);
             last = s;
         }
         let mut nodes = Vec::with_capacity(count);
@@ -156,35 +146,7 @@ impl Index<'_> {
         let mut prev: &[u32] = &[];
         for sp in &spans {
             let s = slice(sp);
-            let v = sp.2;
-            let lcp = s.iter().zip(prev).take_while(|(a, b)| a == b).count();
-            while path.len() > lcp + 1 {
-                let o = path.pop().unwrap_or(0);
-                nodes[o].end = nodes.len() as u32;
-            }
-            for &key in &s[lcp..] {
-                let parent = *path.last().unwrap_or(&0);
-                let (px, pw) = (nodes[parent].x, nodes[parent].width);
-                path.push(nodes.len());
-                nodes.push(FlameNode {
-                    name: by_rank[(key >> 1) as usize],
-                    depth: path.len() as u32 - 1,
-                    inlined: key & 1 == 1,
-                    x: px.wrapping_add(pw),
-                    ..root
-                });
-            }
-            for &n in &path {
-                let node = &mut nodes[n];
-                node.value = node.value.wrapping_add(v);
-                node.width = node.width.wrapping_add(v.wrapping_abs());
-                if v < 0 {
-                    node.shrank = node.shrank.wrapping_add(v.wrapping_neg());
-                }
-            }
-            if let Some(&leaf) = path.last() {
-                nodes[leaf].self_value = nodes[leaf].self_value.wrapping_add(v);
-            }
+            add_stack(&mut nodes, &mut path, s, prev, sp.2, &by_rank);
             prev = s;
         }
         let len = nodes.len() as u32;
@@ -196,5 +158,82 @@ impl Index<'_> {
             names: self.names.clone(),
             diff,
         }
+    }
+}
+
+// The helpers below are called once per stack and not inlined: V8 runs a wasm function
+// in its baseline tier until it is *called* again after being optimized, so the work
+// of a long loop must sit in a function the loop calls (see the decoder's
+// `Groups::add`).
+
+impl Index<'_> {
+    /// Appends sample `i`'s frames, root first, as `rank << 1 | inlined`.
+    #[inline(never)]
+    fn push_ranks(&self, i: usize, rank: &[u32], seq: &mut Vec<u32>) {
+        seq.extend(
+            self.root_first(i)
+                .map(|f| rank[f.node as usize] << 1 | u32::from(f.inlined)),
+        );
+    }
+}
+
+/// Lexicographic order of two stacks, a stack that is a prefix of another after it.
+#[inline(never)]
+fn cmp_stacks(a: &[u32], b: &[u32]) -> std::cmp::Ordering {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| x.cmp(y))
+        .find(|o| o.is_ne())
+        .unwrap_or_else(|| b.len().cmp(&a.len()))
+}
+
+/// Length of the common prefix of two stacks.
+#[inline(never)]
+fn lcp(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// Adds one stack (root first, after `prev` in sorted order) of value `v`: closes the
+/// nodes of `path` past the common prefix, opens new ones, adds `v` along the path.
+#[inline(never)]
+fn add_stack(
+    nodes: &mut Vec<FlameNode>,
+    path: &mut Vec<usize>,
+    s: &[u32],
+    prev: &[u32],
+    v: i64,
+    by_rank: &[u32],
+) {
+    let lcp = lcp(s, prev);
+    while path.len() > lcp + 1 {
+        let o = path.pop().unwrap_or(0);
+        nodes[o].end = nodes.len() as u32;
+    }
+    for &key in &s[lcp..] {
+        let parent = *path.last().unwrap_or(&0);
+        let (px, pw) = (nodes[parent].x, nodes[parent].width);
+        path.push(nodes.len());
+        nodes.push(FlameNode {
+            name: by_rank[(key >> 1) as usize],
+            depth: path.len() as u32 - 1,
+            inlined: key & 1 == 1,
+            value: 0,
+            self_value: 0,
+            shrank: 0,
+            width: 0,
+            x: px.wrapping_add(pw),
+            end: 0,
+        });
+    }
+    for &n in path.iter() {
+        let node = &mut nodes[n];
+        node.value = node.value.wrapping_add(v);
+        node.width = node.width.wrapping_add(v.wrapping_abs());
+        if v < 0 {
+            node.shrank = node.shrank.wrapping_add(v.wrapping_neg());
+        }
+    }
+    if let Some(&leaf) = path.last() {
+        nodes[leaf].self_value = nodes[leaf].self_value.wrapping_add(v);
     }
 }

@@ -112,7 +112,7 @@ impl<'p> Index<'p> {
         let mut base = Vec::with_capacity(profile.sample.len());
         for s in &profile.sample {
             let start = stack_locs.len() as u32;
-            stack_locs.extend(s.location_id.iter().filter_map(|&id| loc_pos.get(id)));
+            loc_pos.extend(&mut stack_locs, &s.location_id);
             stack_ranges.push((start, stack_locs.len() as u32 - start));
             base.push(matches!((bk, bv), (Some(k), Some(v)) if s.label.iter().any(|l| l.key == k && l.str == v)));
         }
@@ -120,10 +120,11 @@ impl<'p> Index<'p> {
         let mut frame_ranges = Vec::with_capacity(stack_ranges.len());
         for &(s, n) in &stack_ranges {
             let start = stack_frames.len() as u32;
-            for &l in stack_locs[s as usize..(s + n) as usize].iter().rev() {
-                let (fs, fnn) = loc_frames[l as usize];
-                stack_frames.extend((fs..fs + fnn).rev());
-            }
+            push_frames(
+                &mut stack_frames,
+                &stack_locs[s as usize..(s + n) as usize],
+                &loc_frames,
+            );
             frame_ranges.push((start, stack_frames.len() as u32 - start));
         }
         Index {
@@ -306,6 +307,13 @@ impl LocPos {
         }
     }
 
+    /// Appends the positions of `ids` (unknown ids skipped). Not inlined: called per
+    /// sample, so V8 optimizes it mid-profile (see the decoder's `Groups::add`).
+    #[inline(never)]
+    fn extend(&self, out: &mut Vec<u32>, ids: &[u64]) {
+        out.extend(ids.iter().filter_map(|&id| self.get(id)));
+    }
+
     fn get(&self, id: u64) -> Option<u32> {
         match self {
             LocPos::Dense(t) => t.get(id as usize).copied().filter(|&i| i != u32::MAX),
@@ -377,4 +385,14 @@ fn mapping_positions(profile: &Profile) -> FxMap<u64, u32> {
         .enumerate()
         .map(|(i, m)| (m.id, i as u32))
         .collect()
+}
+
+/// Appends a sample's frames root first (its locations are leaf first, each location's
+/// frames innermost first). Not inlined: see [`LocPos::extend`].
+#[inline(never)]
+fn push_frames(out: &mut Vec<u32>, locs: &[u32], loc_frames: &[(u32, u32)]) {
+    for &l in locs.iter().rev() {
+        let (fs, n) = loc_frames[l as usize];
+        out.extend((fs..fs + n).rev());
+    }
 }
