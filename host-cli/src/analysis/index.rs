@@ -50,14 +50,15 @@ impl<'p> Index<'p> {
     /// skipped rather than trusted.
     pub fn new(profile: &'p Profile) -> Self {
         let mut names = Vec::new();
-        let mut name_ids: HashMap<String, u32> = HashMap::new();
-        let mut intern = |s: String| -> u32 {
-            if let Some(&i) = name_ids.get(&s) {
+        let mut name_ids: FxMap<String, u32> = FxMap::default();
+        // Allocates only for a name not seen before.
+        let mut intern = |s: &str| -> u32 {
+            if let Some(&i) = name_ids.get(s) {
                 return i;
             }
             let i = names.len() as u32;
-            names.push(s.clone());
-            name_ids.insert(s, i);
+            names.push(s.to_owned());
+            name_ids.insert(s.to_owned(), i);
             i
         };
         let func_pos: FxMap<u64, u32> = profile
@@ -79,7 +80,7 @@ impl<'p> Index<'p> {
             let start = frames.len() as u32;
             if loc.line.is_empty() {
                 frames.push(Frame {
-                    node: intern(unnamed(objfile)),
+                    node: intern(&unnamed(objfile)),
                     func: u32::MAX,
                     line: 0,
                     inlined: false,
@@ -90,11 +91,12 @@ impl<'p> Index<'p> {
                 let func = func_pos.get(&line.function_id).copied();
                 let name = func
                     .map(|f| profile.str(profile.function[f as usize].name))
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| unnamed(objfile));
+                    .filter(|s| !s.is_empty());
                 frames.push(Frame {
-                    node: intern(name),
+                    node: match name {
+                        Some(n) => intern(n),
+                        None => intern(&unnamed(objfile)),
+                    },
                     func: func.unwrap_or(u32::MAX),
                     line: line.line,
                     inlined: i + 1 < n,
