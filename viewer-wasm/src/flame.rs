@@ -253,12 +253,19 @@ fn draw(c: &HtmlCanvasElement, tree: &FlameTree, zoom: usize, search: Option<&Ma
     let width = parent.client_width().max(100) as f64;
     let (x0, k) = scale(tree, zoom, width);
     let zn = &tree.nodes[zoom];
-    // Depth of the visible part: ancestors plus the zoomed subtree.
-    let max_depth = tree.nodes[zoom..zn.end as usize]
-        .iter()
-        .map(|n| n.depth)
-        .max()
-        .unwrap_or(0);
+    // Depth of the visible part: ancestors plus the zoomed subtree, without towers of
+    // frames too thin to draw (they would leave an empty box below the graph).
+    let mut max_depth = zn.depth;
+    let mut i = zoom;
+    while i < zn.end as usize {
+        let n = &tree.nodes[i];
+        if (n.width as f64) * k < 0.4 || n.width == 0 {
+            i = (n.end as usize).max(i + 1);
+            continue;
+        }
+        max_depth = max_depth.max(n.depth);
+        i += 1;
+    }
     let height = (max_depth as f64 + 1.0) * ROW + 1.0;
     let dpr = web_sys::window()
         .map(|w| w.device_pixel_ratio())
