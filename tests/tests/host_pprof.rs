@@ -430,3 +430,64 @@ fn legacy_text_reads_back_with_the_same_values() {
         );
     }
 }
+
+/// A release build with `debug = "line-tables-only"` (a common release setting, and this
+/// workspace's): its DWARF names functions without their crate (`grow_amortized`), so
+/// the converter knows the allocator plumbing at the leaf end by its source files. Every
+/// leaf must be the workload's own code, none the standard library's or sampler-core's.
+#[test]
+fn line_tables_only_release_build_leaves_are_the_allocating_functions() {
+    let dir = e2e::target_dir().join("e2e-build-release");
+    run(
+        Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .current_dir(e2e::repo_root())
+            .env("CARGO_TARGET_DIR", &dir)
+            .env("CARGO_PROFILE_RELEASE_DEBUG", "line-tables-only")
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "sampler-core",
+                "--example",
+                "host_workload",
+            ])
+            .args(["--features", "std"]),
+    );
+    let exe = dir.join("release/examples/host_workload");
+    let snap = tmp().join("release.snap");
+    run(Command::new(&exe).arg(&snap));
+    let pb = tmp().join("release.pb.gz");
+    run(Command::new(heapsnap())
+        .arg("convert")
+        .arg(&snap)
+        .arg("--elf")
+        .arg(&exe)
+        .arg("-o")
+        .arg(&pb));
+    for index in INDICES {
+        let top = pprof(
+            &[
+                "-top",
+                "-lines",
+                "-nodefraction=0",
+                &format!("-sample_index={index}"),
+            ],
+            &pb,
+        );
+        let leaves: Vec<&str> = top
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("flat  flat%"))
+            .skip(1)
+            .filter(|l| l.split_whitespace().next().is_some_and(|flat| flat != "0"))
+            .collect();
+        assert!(!leaves.is_empty(), "{index}: no leaves in\n{top}");
+        for l in leaves {
+            assert!(
+                l.contains("host_workload.rs:")
+                    && !l.contains("/library/")
+                    && !l.contains("sampler-core/src/"),
+                "{index}: a leaf outside the workload's code: {l}\n{top}"
+            );
+        }
+    }
+}

@@ -234,7 +234,11 @@ pub fn to_profile(
         for &addr in frames {
             resolved.entry(addr).or_insert_with(|| {
                 let r = symbols.resolve(addr);
-                let lead = site::library_lead(r.frames.iter().map(|f| f.function.as_str()));
+                let lead = site::library_lead(
+                    r.frames
+                        .iter()
+                        .map(|f| (f.function.as_str(), f.file.as_str())),
+                );
                 (r, lead)
             });
         }

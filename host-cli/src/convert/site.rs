@@ -45,6 +45,30 @@ pub fn is_library_frame(function: &str) -> bool {
     LIBRARY_CRATES.contains(&krate)
 }
 
+/// Is this source file part of Rust's standard library (shipped as
+/// `…/library/{alloc,core,std}/src/…`, e.g. `/rustc/<hash>/library/alloc/src/raw_vec.rs`)
+/// or of sampler-core (`…/sampler-core/src/…` in a checkout, `…/sampler-core-<version>/src/…`
+/// from a registry)? Names alone do not tell in builds with `debug = "line-tables-only"`
+/// (a common release setting), whose DWARF often names a function without its crate
+/// (`grow_one`, `alloc_impl<…>`).
+pub fn is_library_file(file: &str) -> bool {
+    let (mut p2, mut p1) = ("", "");
+    for part in file.split(['/', '\\']) {
+        if part == "src" {
+            let std_lib = p2 == "library" && matches!(p1, "alloc" | "core" | "std");
+            let sampler = p1 == "sampler-core"
+                || p1
+                    .strip_prefix("sampler-core-")
+                    .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()));
+            if std_lib || sampler {
+                return true;
+            }
+        }
+        (p2, p1) = (p1, part);
+    }
+    false
+}
+
 /// Split `A as B>::f` (the text after the leading `<`) into `A` and `Some(B)` at the
 /// nesting level of that `<`; `A>::f` gives `(A, None)`.
 fn split_impl(s: &str) -> (&str, Option<&str>) {
@@ -66,25 +90,26 @@ fn split_impl(s: &str) -> (&str, Option<&str>) {
 }
 
 /// Where the allocation site starts in a stack given as, per return address
-/// (innermost first), its function names (innermost inlined frame first): the index
-/// of the first address to keep and how many of its innermost frames to drop.
-/// An unsymbolized address (no names) counts as user code.
+/// (innermost first), its frames' (function name, source file) (innermost inlined
+/// frame first): the index of the first address to keep and how many of its innermost
+/// frames to drop. An unsymbolized address (no frames) counts as user code.
 pub fn allocation_site<'a, I, F>(stack: I) -> (usize, usize)
 where
     I: IntoIterator<Item = F>,
-    F: IntoIterator<Item = &'a str>,
+    F: IntoIterator<Item = (&'a str, &'a str)>,
 {
-    allocation_site_of_leads(stack.into_iter().map(|names| library_lead(names)))
+    allocation_site_of_leads(stack.into_iter().map(|frames| library_lead(frames)))
 }
 
-/// For one address: `(frames, leading library frames)` — how many (inlined) frames it
-/// has and how many of them, innermost first, are allocation plumbing. Computed once
-/// per address, so finding the site of each stack is integer work.
-pub fn library_lead<'a>(names: impl IntoIterator<Item = &'a str>) -> (usize, usize) {
+/// For one address, from its frames' (function name, source file): `(frames, leading
+/// library frames)` — how many (inlined) frames it has and how many of them, innermost
+/// first, are allocation plumbing (by name or by file). Computed once per address, so
+/// finding the site of each stack is integer work.
+pub fn library_lead<'a>(frames: impl IntoIterator<Item = (&'a str, &'a str)>) -> (usize, usize) {
     let (mut total, mut lead, mut in_lead) = (0, 0, true);
-    for name in names {
+    for (name, file) in frames {
         total += 1;
-        if in_lead && is_library_frame(name) {
+        if in_lead && (is_library_frame(name) || is_library_file(file)) {
             lead += 1;
         } else {
             in_lead = false;
@@ -147,6 +172,41 @@ mod tests {
     }
 
     #[test]
+    fn library_sources_are_known_by_path() {
+        for f in [
+            "/rustc/17067e9ac6d7e98f18d4b5d4a3fb5ff8d2d5c5e1/library/alloc/src/raw_vec/mod.rs",
+            "/rustc/abc/library/core/src/alloc/layout.rs",
+            "C:\\rustc\\abc\\library\\std\\src\\alloc.rs",
+            "/home/u/.rustup/toolchains/stable/lib/rustlib/src/rust/library/alloc/src/vec/mod.rs",
+            "/work/heapsnap/sampler-core/src/alloc.rs",
+            "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/sampler-core-0.1.0/src/profiler.rs",
+        ] {
+            assert!(is_library_file(f), "{f}");
+        }
+        for f in [
+            "",
+            "/work/heapsnap/firmware/src/router.rs",
+            "/home/u/library/app/src/main.rs",
+            "/home/u/sampler-core-tests/src/lib.rs",
+            "/work/alloc/src/lib.rs",
+        ] {
+            assert!(!is_library_file(f), "{f}");
+        }
+        // A line-tables-only build: bare names, the files tell.
+        let stack = [
+            vec![("grow_one", "/rustc/h/library/alloc/src/raw_vec/mod.rs")],
+            vec![
+                ("push<u8>", "/rustc/h/library/alloc/src/vec/mod.rs"),
+                ("remember_message", "/work/fw/src/router.rs"),
+            ],
+        ];
+        assert_eq!(
+            allocation_site(stack.iter().map(|l| l.iter().copied())),
+            (1, 1)
+        );
+    }
+
+    #[test]
     fn site_skips_leaf_library_frames_and_lines() {
         // leaf location: alloc inlined into remember_message; then its caller.
         let stack: Vec<Vec<&str>> = vec![
@@ -159,23 +219,23 @@ mod tests {
             vec!["heapsnap_firmware::router::route_message"],
         ];
         assert_eq!(
-            allocation_site(stack.iter().map(|l| l.iter().copied())),
+            allocation_site(stack.iter().map(|l| l.iter().map(|&n| (n, "")))),
             (2, 1)
         );
         let direct: Vec<Vec<&str>> = vec![vec!["leak_small"], vec!["main"]];
         assert_eq!(
-            allocation_site(direct.iter().map(|l| l.iter().copied())),
+            allocation_site(direct.iter().map(|l| l.iter().map(|&n| (n, "")))),
             (0, 0)
         );
         let unsymbolized: Vec<Vec<&str>> = vec![vec!["alloc::alloc::alloc"], vec![], vec!["main"]];
         assert_eq!(
-            allocation_site(unsymbolized.iter().map(|l| l.iter().copied())),
+            allocation_site(unsymbolized.iter().map(|l| l.iter().map(|&n| (n, "")))),
             (1, 0)
         );
         let library_only: Vec<Vec<&str>> =
             vec![vec!["alloc::alloc::alloc"], vec!["std::rt::lang_start"]];
         assert_eq!(
-            allocation_site(library_only.iter().map(|l| l.iter().copied())),
+            allocation_site(library_only.iter().map(|l| l.iter().map(|&n| (n, "")))),
             (0, 0)
         );
     }
