@@ -84,6 +84,21 @@ try {
   await page.fill('[data-testid=focus]', '');
   await page.press('[data-testid=focus]', 'Enter');
   await page.waitForFunction(() => !document.querySelector('.status')?.textContent.includes('shown'));
+  // RE2's leading (?i) works (the browser's RegExp gets the flag instead).
+  await page.fill('[data-testid=focus]', '(?i)MAIN\\.NESTED');
+  await page.press('[data-testid=focus]', 'Enter');
+  await page.waitForFunction(() => document.querySelector('.status')?.textContent.includes('shown'));
+  result.focusCaseless = await readTop();
+  // An invalid expression: the filter is not applied and the page says why.
+  await page.fill('[data-testid=focus]', 'main(');
+  await page.press('[data-testid=focus]', 'Enter');
+  await page.waitForSelector('[data-testid=filter-error]');
+  result.badFocusError = await page.textContent('[data-testid=filter-error]');
+  result.badFocusRows = (await readTop()).length;
+  await page.fill('[data-testid=focus]', '');
+  await page.press('[data-testid=focus]', 'Enter');
+  await page.waitForFunction(() => !document.querySelector('[data-testid=filter-error]')
+    && !document.querySelector('.status')?.textContent.includes('shown'));
 
   // Click a row: its source view; without the file, the file to drop is named.
   await page.click('[data-testid=top-row][data-name="main.leakLarge"]');

@@ -54,11 +54,15 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: UseReducerDis
             let name = f.name();
             let bytes = match read_blob(&f).await {
                 Ok(b) => b,
-                Err(e) => {
+                Err(ReadError::Io(e)) => {
                     dispatch.dispatch(Action::Failed(format!(
                         "{name}: cannot read the file ({e})"
                     )));
                     return;
+                }
+                Err(ReadError::Profile(e)) => {
+                    profiles.push((name, f.last_modified(), f.size() as usize, Err(e)));
+                    continue;
                 }
             };
             if is_source(&name, &bytes) {
@@ -114,12 +118,19 @@ fn deliver(
     }
 }
 
-/// Decodes one fetched profile and dispatches it.
-fn decode_into(name: String, bytes: Vec<u8>, slot: Slot, dispatch: &UseReducerDispatcher<State>) {
-    let len = bytes.len();
-    let decoded = decode_compact(&bytes);
-    drop(bytes);
-    deliver(name, decoded, len, slot, dispatch);
+/// Fetches one profile, decodes it and dispatches it; `Err` when it cannot be fetched.
+async fn fetch_into(
+    url: String,
+    slot: Slot,
+    dispatch: &UseReducerDispatcher<State>,
+) -> Result<(), String> {
+    let (decoded, len) = match fetch(&url).await {
+        Ok(bytes) => (decode_compact(&bytes), bytes.len()),
+        Err(ReadError::Io(e)) => return Err(e),
+        Err(ReadError::Profile(e)) => (Err(e), 0),
+    };
+    deliver(url, decoded, len, slot, dispatch);
+    Ok(())
 }
 
 /// Fetches the profiles named by `?profile=URL` / `?base=URL` (same origin only: the
@@ -133,37 +144,44 @@ pub fn preload(dispatch: UseReducerDispatcher<State>) {
     dispatch.dispatch(Action::Loading(url.clone()));
     wasm_bindgen_futures::spawn_local(async move {
         if let Some(b) = base {
-            match fetch(&b).await {
-                Ok(bytes) => decode_into(b, bytes, Slot::Base, &dispatch),
-                Err(e) => return dispatch.dispatch(Action::Failed(e)),
+            if let Err(e) = fetch_into(b, Slot::Base, &dispatch).await {
+                return dispatch.dispatch(Action::Failed(e));
             }
         }
-        match fetch(&url).await {
-            Ok(bytes) => decode_into(url, bytes, Slot::Main, &dispatch),
-            Err(e) => dispatch.dispatch(Action::Failed(e)),
+        if let Err(e) = fetch_into(url, Slot::Main, &dispatch).await {
+            dispatch.dispatch(Action::Failed(e));
         }
     });
 }
 
-/// The bytes of a file or response; a gzip stream comes back inflated by the
-/// browser's own `DecompressionStream` (several times faster than inflating in wasm),
-/// capped like the wasm decoder. If the browser cannot inflate it, the raw bytes are
-/// returned and the wasm decoder reports what is wrong with them.
-async fn read_blob(blob: &web_sys::Blob) -> Result<Vec<u8>, String> {
-    let head = blob
-        .slice_with_i32_and_i32(0, 2)
-        .map_err(|e| format!("{e:?}"))?;
-    let head = JsFuture::from(head.array_buffer())
-        .await
-        .map_err(|e| format!("{e:?}"))?;
-    if profile::is_gzip(&Uint8Array::new(&head).to_vec()) {
-        if let Ok(raw) = inflate(blob).await {
-            return Ok(raw);
-        }
+/// Why a file's bytes could not be had.
+enum ReadError {
+    /// The file or response could not be read at all.
+    Io(String),
+    /// It is gzip, and does not inflate (corrupt, too large, or no inflater here).
+    Profile(ProfileError),
+}
+
+/// The message of a JS exception (`Error.message`, or the thrown string), without
+/// the `Debug` formatting of `JsValue` (which drags a deep formatter into the bundle).
+fn js_error(e: wasm_bindgen::JsValue) -> String {
+    match e.dyn_ref::<js_sys::Error>() {
+        Some(err) => err.message().into(),
+        None => e.as_string().unwrap_or_else(|| "unknown error".to_owned()),
     }
-    let buf = JsFuture::from(blob.array_buffer())
-        .await
-        .map_err(|e| format!("{e:?}"))?;
+}
+
+/// The bytes of a file or response; a gzip stream comes back inflated by the
+/// browser's own `DecompressionStream` (there is no inflater in the wasm bundle),
+/// capped like the native decoder.
+async fn read_blob(blob: &web_sys::Blob) -> Result<Vec<u8>, ReadError> {
+    let io = |e| ReadError::Io(js_error(e));
+    let head = blob.slice_with_i32_and_i32(0, 2).map_err(io)?;
+    let head = JsFuture::from(head.array_buffer()).await.map_err(io)?;
+    if profile::is_gzip(&Uint8Array::new(&head).to_vec()) {
+        return inflate(blob).await.map_err(ReadError::Profile);
+    }
+    let buf = JsFuture::from(blob.array_buffer()).await.map_err(io)?;
     Ok(Uint8Array::new(&buf).to_vec())
 }
 
@@ -180,34 +198,41 @@ extern "C" {
     fn writable(this: &DecompressionStream) -> web_sys::WritableStream;
 }
 
-async fn inflate(blob: &web_sys::Blob) -> Result<Vec<u8>, String> {
-    let ds = DecompressionStream::new("gzip").map_err(|e| format!("{e:?}"))?;
+/// Inflates a gzip blob with the browser's `DecompressionStream`.
+async fn inflate(blob: &web_sys::Blob) -> Result<Vec<u8>, ProfileError> {
+    let gzip = |e| ProfileError::Gzip(js_error(e));
+    let ds = DecompressionStream::new("gzip").map_err(|_| {
+        ProfileError::Gzip(
+            "this browser cannot inflate gzip (no DecompressionStream); gunzip the profile and open that"
+                .to_owned(),
+        )
+    })?;
     let pair = web_sys::ReadableWritablePair::new(&ds.readable(), &ds.writable());
     let reader: web_sys::ReadableStreamDefaultReader = blob
         .stream()
         .pipe_through(&pair)
         .get_reader()
         .dyn_into()
-        .map_err(|_| "no stream reader".to_owned())?;
+        .map_err(|o| gzip(o.into()))?;
     // (Reserving the trailer's inflated size up front was measured: no faster, and a
     // higher wasm memory peak.)
     let mut out: Vec<u8> = Vec::new();
     loop {
-        let chunk = JsFuture::from(reader.read())
-            .await
-            .map_err(|e| format!("{e:?}"))?;
-        let done = js_sys::Reflect::get(&chunk, &"done".into()).map_err(|e| format!("{e:?}"))?;
+        let chunk = JsFuture::from(reader.read()).await.map_err(gzip)?;
+        let done = js_sys::Reflect::get(&chunk, &"done".into()).map_err(gzip)?;
         if done.is_truthy() {
             return Ok(out);
         }
         let value: Uint8Array = js_sys::Reflect::get(&chunk, &"value".into())
-            .map_err(|e| format!("{e:?}"))?
+            .map_err(gzip)?
             .dyn_into()
-            .map_err(|_| "not bytes")?;
+            .map_err(gzip)?;
         let n = value.length() as usize;
         if out.len() + n > profile::DEFAULT_MAX_INFLATED {
             let _ = reader.cancel();
-            return Err("too large".into());
+            return Err(ProfileError::TooLarge {
+                limit: profile::DEFAULT_MAX_INFLATED,
+            });
         }
         let at = out.len();
         out.resize(at + n, 0);
@@ -215,24 +240,27 @@ async fn inflate(blob: &web_sys::Blob) -> Result<Vec<u8>, String> {
     }
 }
 
-async fn fetch(url: &str) -> Result<Vec<u8>, String> {
-    let w = web_sys::window().ok_or("no window")?;
+async fn fetch(url: &str) -> Result<Vec<u8>, ReadError> {
+    let io = |what: &str, e| ReadError::Io(format!("cannot {what} {url}: {}", js_error(e)));
+    let w = web_sys::window().ok_or_else(|| ReadError::Io("no window".to_owned()))?;
     let resp = JsFuture::from(w.fetch_with_str(url))
         .await
-        .map_err(|e| format!("cannot fetch {url}: {e:?}"))?;
-    let resp: web_sys::Response = resp.dyn_into().map_err(|_| format!("cannot fetch {url}"))?;
+        .map_err(|e| io("fetch", e))?;
+    let resp: web_sys::Response = resp.dyn_into().map_err(|e| io("fetch", e))?;
     if !resp.ok() {
-        return Err(format!("cannot fetch {url}: HTTP {}", resp.status()));
+        return Err(ReadError::Io(format!(
+            "cannot fetch {url}: HTTP {}",
+            resp.status()
+        )));
     }
-    let blob = resp
-        .blob()
-        .map_err(|e| format!("cannot read {url}: {e:?}"))?;
+    let blob = resp.blob().map_err(|e| io("read", e))?;
     let blob: web_sys::Blob = JsFuture::from(blob)
         .await
-        .map_err(|e| format!("cannot read {url}: {e:?}"))?
+        .map_err(|e| io("read", e))?
         .dyn_into()
-        .map_err(|_| "not a blob")?;
-    read_blob(&blob)
-        .await
-        .map_err(|e| format!("cannot read {url}: {e}"))
+        .map_err(|e| io("read", e))?;
+    read_blob(&blob).await.map_err(|e| match e {
+        ReadError::Io(e) => ReadError::Io(format!("cannot read {url}: {e}")),
+        e => e,
+    })
 }
