@@ -79,7 +79,10 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: UseReducerDis
         }
         let mut slots = vec![slot];
         if slot == Slot::Main && profiles.len() == 2 {
-            profiles.sort_by(|a, b| a.1.total_cmp(&b.1));
+            // Older first (a swap, not a sort: a sort instantiation is kilobytes of wasm).
+            if profiles[0].1 > profiles[1].1 {
+                profiles.swap(0, 1);
+            }
             slots = vec![Slot::Base, Slot::Main];
         } else if profiles.len() > 1 {
             dispatch.dispatch(Action::Failed(format!(
