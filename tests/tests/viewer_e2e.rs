@@ -232,7 +232,9 @@ fn viewer_shows_pprof_top_for_every_sample_type_of_a_go_heap_profile() {
     );
     assert_eq!(
         result["badFocusRows"].as_u64(),
-        result["tables"]["inuse_space"].as_array().map(|a| a.len() as u64),
+        result["tables"]["inuse_space"]
+            .as_array()
+            .map(|a| a.len() as u64),
         "a bad focus filters nothing"
     );
 

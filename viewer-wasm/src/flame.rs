@@ -3,8 +3,7 @@
 //! highlight; inlined frames are drawn lighter with a hatched left edge.
 
 use crate::state::ByPtr;
-use host_cli::analysis::{format_percent, format_value, FlameTree};
-use host_cli::analysis::Pattern;
+use host_cli::analysis::{format_percent, format_value, FlameTree, Pattern};
 use std::cell::Cell;
 use std::rc::Rc;
 use wasm_bindgen::JsCast;

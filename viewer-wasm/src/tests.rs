@@ -173,5 +173,7 @@ fn leading_re2_flags_become_regexp_flags() {
 fn a_bad_filter_expression_is_reported_not_applied() {
     let e = crate::regex::filter("", "(").unwrap_err();
     assert_eq!(e.which, "ignore");
-    assert!(e.to_string().starts_with("ignore is not a valid regular expression: "));
+    assert!(e
+        .to_string()
+        .starts_with("ignore is not a valid regular expression: "));
 }

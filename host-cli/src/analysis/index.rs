@@ -225,24 +225,42 @@ impl<'p> Index<'p> {
         let map_file = |id: u64| {
             map_pos
                 .get(&id)
-                .map(|&i| self.profile.str(self.profile.mapping[i as usize].filename))
+                .map(|&i| self.profile.mapping[i as usize].filename)
         };
-        let matches = |re: &Pattern, li: usize| -> bool {
+        // A pattern with its answer per string-table index (0 not asked, 1 no, 2 yes):
+        // names and files repeat across locations, and asking can be a call into the
+        // browser's RegExp.
+        let strings = self.profile.string_table.len();
+        let memo = |re: &Pattern| {
+            let re = re.clone();
+            let mut cache = vec![0u8; strings];
+            move |s: i64| -> bool {
+                let Some(c) = usize::try_from(s).ok().and_then(|i| cache.get_mut(i)) else {
+                    return re.is_match(self.profile.str(s));
+                };
+                if *c == 0 {
+                    *c = 1 + u8::from(re.is_match(self.profile.str(s)));
+                }
+                *c == 2
+            }
+        };
+        let matches = |m: &mut dyn FnMut(i64) -> bool, li: usize| -> bool {
             let loc = &locs[li];
             self.location_frames(li as u32).iter().any(|f| {
                 f.func != u32::MAX && {
                     let func = &self.profile.function[f.func as usize];
-                    re.is_match(self.profile.str(func.name))
-                        || re.is_match(self.profile.str(func.filename))
+                    m(func.name) || m(func.filename)
                 }
-            }) || map_file(loc.mapping_id).is_some_and(|m| re.is_match(m))
+            }) || map_file(loc.mapping_id).is_some_and(&mut *m)
         };
+        let mut ignore = filter.ignore.as_ref().map(memo);
+        let mut focus = filter.focus.as_ref().map(memo);
         // Per location: Some(true) focused, Some(false) ignored, None neither.
         let class: Vec<Option<bool>> = (0..locs.len())
             .map(|li| {
-                if filter.ignore.as_ref().is_some_and(|re| matches(re, li)) {
+                if ignore.as_mut().is_some_and(|m| matches(m, li)) {
                     Some(false)
-                } else if filter.focus.as_ref().is_none_or(|re| matches(re, li)) {
+                } else if focus.as_mut().is_none_or(|m| matches(m, li)) {
                     Some(true)
                 } else {
                     None
