@@ -50,7 +50,7 @@ impl<'p> Index<'p> {
     /// skipped rather than trusted.
     pub fn new(profile: &'p Profile) -> Self {
         let mut names = Vec::new();
-        let mut name_ids: HashMap<String, u32> = HashMap::new();
+        let mut name_ids: rustc_hash::FxHashMap<String, u32> = Default::default();
         let mut intern = |s: String| -> u32 {
             if let Some(&i) = name_ids.get(&s) {
                 return i;
