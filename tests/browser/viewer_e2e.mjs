@@ -172,6 +172,18 @@ try {
     view: await pre.$eval('[role=tab][aria-selected=true]', (t) => t.dataset.view),
   };
   await pre.close();
+
+  // A browser without DecompressionStream (the wasm has no inflater): a gzipped
+  // profile gets a clear error instead of a failure deep in the decoder.
+  const old = await browser.newPage({ viewport: { width: 1360, height: 860 } });
+  old.on('pageerror', (e) => result.errors.push(String(e)));
+  await old.addInitScript(() => { delete globalThis.DecompressionStream; });
+  await old.goto(`${server.url}/index.html`);
+  await old.waitForSelector('[data-testid=file-input]', { state: 'attached' });
+  await old.setInputFiles('[data-testid=file-input]', profile);
+  await old.waitForSelector('[data-testid=error]');
+  result.noDecompressionStreamError = await old.textContent('[data-testid=error]');
+  await old.close();
 } finally {
   fs.writeFileSync(path.join(outDir, 'result.json'), JSON.stringify(result, null, 1));
   await browser.close();

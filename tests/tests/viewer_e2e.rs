@@ -320,6 +320,13 @@ fn viewer_shows_pprof_top_for_every_sample_type_of_a_go_heap_profile() {
         "a fetch to another origin was not blocked by the CSP"
     );
     assert!(result["dropped"].as_str().unwrap_or_default().contains("dropped.pb.gz"), "drag and drop opened the file");
+    let old = result["noDecompressionStreamError"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        old.contains("go-heap.pb.gz: this browser cannot inflate gzip") && old.contains("gunzip"),
+        "error without DecompressionStream: {old:?}"
+    );
     let pre = &result["preload"];
     assert_eq!(pre["view"], "flame", "?profile= opens in the flame graph");
     assert!(

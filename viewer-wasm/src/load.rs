@@ -64,6 +64,10 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: UseReducerDis
                     profiles.push((name, f.last_modified(), f.size() as usize, Err(e)));
                     continue;
                 }
+                Err(ReadError::NoInflater) => {
+                    dispatch.dispatch(Action::Failed(format!("{name}: {NO_INFLATER}")));
+                    return;
+                }
             };
             if is_source(&name, &bytes) {
                 sources.push((name, String::from_utf8_lossy(&bytes).into_owned()));
@@ -131,6 +135,7 @@ async fn fetch_into(
         Ok(bytes) => (decode_compact(&bytes), bytes.len()),
         Err(ReadError::Io(e)) => return Err(e),
         Err(ReadError::Profile(e)) => (Err(e), 0),
+        Err(ReadError::NoInflater) => return Err(format!("{url}: {NO_INFLATER}")),
     };
     deliver(url, decoded, len, slot, dispatch);
     Ok(())
@@ -161,9 +166,15 @@ pub fn preload(dispatch: UseReducerDispatcher<State>) {
 enum ReadError {
     /// The file or response could not be read at all.
     Io(String),
-    /// It is gzip, and does not inflate (corrupt, too large, or no inflater here).
+    /// It is gzip, and does not inflate (corrupt or too large).
     Profile(ProfileError),
+    /// It is gzip, and this browser has no `DecompressionStream` to inflate it.
+    NoInflater,
 }
+
+/// What a user with a browser lacking `DecompressionStream` is told.
+const NO_INFLATER: &str =
+    "this browser cannot inflate gzip (no DecompressionStream); gunzip the profile and open that";
 
 /// The message of a JS exception (`Error.message`, or the thrown string), without
 /// the `Debug` formatting of `JsValue` (which drags a deep formatter into the bundle).
@@ -182,7 +193,7 @@ async fn read_blob(blob: &web_sys::Blob) -> Result<Vec<u8>, ReadError> {
     let head = blob.slice_with_i32_and_i32(0, 2).map_err(io)?;
     let head = JsFuture::from(head.array_buffer()).await.map_err(io)?;
     if profile::is_gzip(&Uint8Array::new(&head).to_vec()) {
-        return inflate(blob).await.map_err(ReadError::Profile);
+        return inflate(blob).await;
     }
     let buf = JsFuture::from(blob.array_buffer()).await.map_err(io)?;
     Ok(Uint8Array::new(&buf).to_vec())
@@ -202,14 +213,9 @@ extern "C" {
 }
 
 /// Inflates a gzip blob with the browser's `DecompressionStream`.
-async fn inflate(blob: &web_sys::Blob) -> Result<Vec<u8>, ProfileError> {
-    let gzip = |e| ProfileError::Gzip(js_error(e));
-    let ds = DecompressionStream::new("gzip").map_err(|_| {
-        ProfileError::Gzip(
-            "this browser cannot inflate gzip (no DecompressionStream); gunzip the profile and open that"
-                .to_owned(),
-        )
-    })?;
+async fn inflate(blob: &web_sys::Blob) -> Result<Vec<u8>, ReadError> {
+    let gzip = |e| ReadError::Profile(ProfileError::Gzip(js_error(e)));
+    let ds = DecompressionStream::new("gzip").map_err(|_| ReadError::NoInflater)?;
     let pair = web_sys::ReadableWritablePair::new(&ds.readable(), &ds.writable());
     let reader: web_sys::ReadableStreamDefaultReader = blob
         .stream()
@@ -233,9 +239,9 @@ async fn inflate(blob: &web_sys::Blob) -> Result<Vec<u8>, ProfileError> {
         let n = value.length() as usize;
         if out.len() + n > profile::DEFAULT_MAX_INFLATED {
             let _ = reader.cancel();
-            return Err(ProfileError::TooLarge {
+            return Err(ReadError::Profile(ProfileError::TooLarge {
                 limit: profile::DEFAULT_MAX_INFLATED,
-            });
+            }));
         }
         let at = out.len();
         out.resize(at + n, 0);
