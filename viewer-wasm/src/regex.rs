@@ -38,6 +38,7 @@ pub fn compile(re: &str) -> Result<Pattern, String> {
 
 /// Splits a leading RE2 flag group (`(?i)`, `(?is)`, …) off `re`: the rest, and the
 /// `RegExp` flags (always `u`, code points as RE2 matches them).
+#[cfg(any(target_arch = "wasm32", test))]
 pub fn leading_flags(re: &str) -> (&str, String) {
     let mut flags = String::from("u");
     if let Some(rest) = re.strip_prefix("(?") {
