@@ -86,6 +86,21 @@ try {
   await page.fill('[data-testid=focus]', '');
   await page.press('[data-testid=focus]', 'Enter');
   await page.waitForFunction(() => !document.querySelector('.status')?.textContent.includes('shown'));
+  // RE2's leading (?i) works (the browser's RegExp gets the flag instead).
+  await page.fill('[data-testid=focus]', '(?i)MAIN\\.NESTED');
+  await page.press('[data-testid=focus]', 'Enter');
+  await page.waitForFunction(() => document.querySelector('.status')?.textContent.includes('shown'));
+  result.focusCaseless = await readTop();
+  // An invalid expression: the filter is not applied and the page says why.
+  await page.fill('[data-testid=focus]', 'main(');
+  await page.press('[data-testid=focus]', 'Enter');
+  await page.waitForSelector('[data-testid=filter-error]');
+  result.badFocusError = await page.textContent('[data-testid=filter-error]');
+  result.badFocusRows = (await readTop()).length;
+  await page.fill('[data-testid=focus]', '');
+  await page.press('[data-testid=focus]', 'Enter');
+  await page.waitForFunction(() => !document.querySelector('[data-testid=filter-error]')
+    && !document.querySelector('.status')?.textContent.includes('shown'));
 
   // Click a row: its source view; without the file, the file to drop is named.
   await page.click('[data-testid=top-row][data-name="main.leakLarge"]');
@@ -178,6 +193,20 @@ try {
     view: await pre.$eval('[role=tab][aria-selected=true]', (t) => t.dataset.view),
   };
   await pre.close();
+
+  // A browser without DecompressionStream (the wasm has no inflater): a gzipped
+  // profile gets a clear error instead of a failure deep in the decoder.
+  const old = await browser.newPage({ viewport: { width: 1360, height: 860 } });
+  old.on('pageerror', (e) => result.errors.push(String(e)));
+  await old.addInitScript(() => { delete globalThis.DecompressionStream; });
+  // ...nor in workers: the inflate worker is kept from loading.
+  await old.route('**/inflate-worker.js', (r) => r.abort());
+  await old.goto(`${server.url}/index.html`);
+  await old.waitForSelector('[data-testid=file-input]', { state: 'attached' });
+  await old.setInputFiles('[data-testid=file-input]', profile);
+  await old.waitForSelector('[data-testid=error]');
+  result.noDecompressionStreamError = await old.textContent('[data-testid=error]');
+  await old.close();
 } finally {
   fs.writeFileSync(path.join(outDir, 'result.json'), JSON.stringify(result, null, 1));
   await browser.close();

@@ -142,6 +142,23 @@ fn viewer_shows_pprof_top_for_every_sample_type_of_a_go_heap_profile() {
         &page_rows(&result["focusNested"]),
         &focus,
     );
+    assert_same_table(
+        "focus (?i)MAIN\\.NESTED",
+        &page_rows(&result["focusCaseless"]),
+        &focus,
+    );
+    let bad = result["badFocusError"].as_str().unwrap_or_default();
+    assert!(
+        bad.contains("focus is not a valid regular expression") && bad.contains("main("),
+        "bad focus error: {bad:?}"
+    );
+    assert_eq!(
+        result["badFocusRows"].as_u64(),
+        result["tables"]["inuse_space"]
+            .as_array()
+            .map(|a| a.len() as u64),
+        "a bad focus filters nothing"
+    );
 
     let mut by_name: Vec<String> = result["tables"]["inuse_space"]
         .as_array()
@@ -224,12 +241,13 @@ fn viewer_shows_pprof_top_for_every_sample_type_of_a_go_heap_profile() {
         Value::Bool(true),
         "a fetch to another origin was not blocked by the CSP"
     );
+    assert!(result["dropped"].as_str().unwrap_or_default().contains("dropped.pb.gz"), "drag and drop opened the file");
+    let old = result["noDecompressionStreamError"]
+        .as_str()
+        .unwrap_or_default();
     assert!(
-        result["dropped"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("dropped.pb.gz"),
-        "drag and drop opened the file"
+        old.contains("go-heap.pb.gz: this browser cannot inflate gzip") && old.contains("gunzip"),
+        "error without DecompressionStream: {old:?}"
     );
     let pre = &result["preload"];
     assert_eq!(pre["view"], "flame", "?profile= opens in the flame graph");

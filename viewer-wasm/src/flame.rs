@@ -3,8 +3,7 @@
 //! highlight; inlined frames are drawn lighter with a hatched left edge.
 
 use crate::state::ByPtr;
-use host_cli::analysis::{format_percent, format_value, FlameTree};
-use regex_lite::Regex;
+use host_cli::analysis::{format_percent, format_value, FlameTree, Pattern};
 use std::cell::Cell;
 use std::rc::Rc;
 use wasm_bindgen::JsCast;
@@ -38,7 +37,7 @@ struct Hover {
 
 /// Text matcher for the search box: a regex when it compiles, else a substring.
 enum Matcher {
-    Re(Regex),
+    Re(Pattern),
     Sub(String),
 }
 
@@ -48,7 +47,7 @@ impl Matcher {
             return None;
         }
         Some(
-            Regex::new(q)
+            crate::regex::compile(q)
                 .map(Matcher::Re)
                 .unwrap_or_else(|_| Matcher::Sub(q.to_owned())),
         )

@@ -10,6 +10,7 @@ mod app;
 mod flame;
 mod hash;
 mod load;
+mod regex;
 mod source;
 mod state;
 mod top;

@@ -1,5 +1,6 @@
-//! Reading dropped, picked or preloaded files: profiles are decoded (samples merged by
-//! stack as they are read), source files kept as text for the source view.
+//! Reading dropped, picked or preloaded files: profiles are decoded while they stream
+//! in (samples merged by stack as they are read), source files kept as text for the
+//! source view.
 
 use crate::state::{Action, Slot, State};
 use host_cli::analysis::{decode_compact, CompactDecoder};
@@ -65,25 +66,35 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: UseReducerDis
             } else {
                 decode_blob(&f).await.map(Ok)
             };
-            match read {
-                Ok(Err(text)) => sources.push((name, text)),
-                Ok(Ok(decoded)) => {
-                    profiles.push((name, f.last_modified(), f.size() as usize, decoded))
+            let decoded = match read {
+                Ok(Err(text)) => {
+                    sources.push((name, text));
+                    continue;
                 }
-                Err(e) => {
+                Ok(Ok(decoded)) => decoded,
+                Err(ReadError::Profile(e)) => Err(e),
+                Err(ReadError::Io(e)) => {
                     dispatch.dispatch(Action::Failed(format!(
                         "{name}: cannot read the file ({e})"
                     )));
                     return;
                 }
-            }
+                Err(ReadError::NoInflater) => {
+                    dispatch.dispatch(Action::Failed(format!("{name}: {NO_INFLATER}")));
+                    return;
+                }
+            };
+            profiles.push((name, f.last_modified(), f.size() as usize, decoded));
         }
         if !sources.is_empty() {
             dispatch.dispatch(Action::Sources(sources));
         }
         let mut slots = vec![slot];
         if slot == Slot::Main && profiles.len() == 2 {
-            profiles.sort_by(|a, b| a.1.total_cmp(&b.1));
+            // Older first (a swap, not a sort: a sort instantiation is kilobytes of wasm).
+            if profiles[0].1 > profiles[1].1 {
+                profiles.swap(0, 1);
+            }
             slots = vec![Slot::Base, Slot::Main];
         } else if profiles.len() > 1 {
             dispatch.dispatch(Action::Failed(format!(
@@ -122,17 +133,21 @@ fn deliver(
     }
 }
 
-/// Decodes one fetched profile and dispatches it.
-async fn decode_into(
+/// Fetches one profile, decodes it and dispatches it; `Err` when it cannot be fetched.
+async fn fetch_into(
     url: String,
-    blob: web_sys::Blob,
     slot: Slot,
     dispatch: &UseReducerDispatcher<State>,
-) {
-    match decode_blob(&blob).await {
-        Ok(decoded) => deliver(url, decoded, blob.size() as usize, slot, dispatch),
-        Err(e) => dispatch.dispatch(Action::Failed(format!("cannot read {url}: {e}"))),
-    }
+) -> Result<(), String> {
+    let blob = fetch(&url).await?;
+    let decoded = match decode_blob(&blob).await {
+        Ok(d) => d,
+        Err(ReadError::Profile(e)) => Err(e),
+        Err(ReadError::Io(e)) => return Err(format!("cannot read {url}: {e}")),
+        Err(ReadError::NoInflater) => return Err(format!("{url}: {NO_INFLATER}")),
+    };
+    deliver(url, decoded, blob.size() as usize, slot, dispatch);
+    Ok(())
 }
 
 /// Fetches the profiles named by `?profile=URL` / `?base=URL` (same origin only: the
@@ -146,25 +161,46 @@ pub fn preload(dispatch: UseReducerDispatcher<State>) {
     dispatch.dispatch(Action::Loading(url.clone()));
     wasm_bindgen_futures::spawn_local(async move {
         if let Some(b) = base {
-            match fetch(&b).await {
-                Ok(blob) => decode_into(b, blob, Slot::Base, &dispatch).await,
-                Err(e) => return dispatch.dispatch(Action::Failed(e)),
+            if let Err(e) = fetch_into(b, Slot::Base, &dispatch).await {
+                return dispatch.dispatch(Action::Failed(e));
             }
         }
-        match fetch(&url).await {
-            Ok(blob) => decode_into(url, blob, Slot::Main, &dispatch).await,
-            Err(e) => dispatch.dispatch(Action::Failed(e)),
+        if let Err(e) = fetch_into(url, Slot::Main, &dispatch).await {
+            dispatch.dispatch(Action::Failed(e));
         }
     });
 }
 
+/// Why a file's bytes could not be had.
+enum ReadError {
+    /// The file or response could not be read at all.
+    Io(String),
+    /// It is gzip, and does not inflate (corrupt or too large).
+    Profile(ProfileError),
+    /// It is gzip, and this browser has no `DecompressionStream` to inflate it.
+    NoInflater,
+}
+
+/// What a user with a browser lacking `DecompressionStream` is told.
+const NO_INFLATER: &str =
+    "this browser cannot inflate gzip (no DecompressionStream); gunzip the profile and open that";
+
+/// The message of a JS exception (`Error.message`, or the thrown string), without
+/// the `Debug` formatting of `JsValue` (which drags a deep formatter into the bundle).
+fn js_error(e: wasm_bindgen::JsValue) -> String {
+    match e.dyn_ref::<js_sys::Error>() {
+        Some(err) => err.message().into(),
+        None => e.as_string().unwrap_or_else(|| "unknown error".to_owned()),
+    }
+}
+
 /// Decodes a profile while it is read, piece by piece as the browser delivers it
-/// (through the browser's own `DecompressionStream` when gzipped, several times faster
-/// than inflating in wasm): no whole copy of the file is ever in wasm memory. Whatever
-/// the streaming decoder cannot take (malformed, truncated, invalid, a gzip the browser
-/// rejects) is decoded again from the whole file by `decode_compact`, which says what
-/// is wrong and where.
-async fn decode_blob(blob: &web_sys::Blob) -> Result<Result<Profile, ProfileError>, String> {
+/// (gzip inflated by the browser's own `DecompressionStream`, in a worker when it can
+/// be: there is no inflater in the wasm bundle): no whole copy of the file is ever in
+/// wasm memory. Whatever the streaming decoder cannot take (malformed, truncated,
+/// invalid, a gzip the browser rejects) is read again whole and decoded by
+/// `decode_compact`, which says what is wrong and where.
+async fn decode_blob(blob: &web_sys::Blob) -> Result<Result<Profile, ProfileError>, ReadError> {
     if let Ok(Some(p)) = stream_decode(blob).await {
         return Ok(Ok(p));
     }
@@ -173,46 +209,31 @@ async fn decode_blob(blob: &web_sys::Blob) -> Result<Result<Profile, ProfileErro
     Ok(decode_compact(&read_blob(blob).await?))
 }
 
-/// `Ok(None)`: not decodable this way (see [`decode_blob`]).
-async fn stream_decode(blob: &web_sys::Blob) -> Result<Option<Profile>, String> {
-    let head = JsFuture::from(
-        blob.slice_with_i32_and_i32(0, 2)
-            .map_err(js_err)?
-            .array_buffer(),
-    )
-    .await
-    .map_err(js_err)?;
+/// `Ok(None)` or `Err`: not decodable this way (see [`decode_blob`]).
+async fn stream_decode(blob: &web_sys::Blob) -> Result<Option<Profile>, wasm_bindgen::JsValue> {
+    let head = JsFuture::from(blob.slice_with_i32_and_i32(0, 2)?.array_buffer()).await?;
     let stream = if !profile::is_gzip(&Uint8Array::new(&head).to_vec()) {
         blob.stream()
     } else if let Ok(s) = inflate_in_worker(blob) {
         s
     } else {
         // No worker (e.g. a page opened from file://): inflate on this thread.
-        let ds = DecompressionStream::new("gzip").map_err(js_err)?;
+        let ds = DecompressionStream::new("gzip")?;
         blob.stream()
             .pipe_through(&web_sys::ReadableWritablePair::new(
                 &ds.readable(),
                 &ds.writable(),
             ))
     };
-    let reader: web_sys::ReadableStreamDefaultReader = stream
-        .get_reader()
-        .dyn_into()
-        .map_err(|_| "no stream reader".to_owned())?;
+    let reader: web_sys::ReadableStreamDefaultReader = stream.get_reader().dyn_into()?;
     let mut decoder = CompactDecoder::new();
     let (mut piece, mut total) = (Vec::new(), 0usize);
     loop {
-        let chunk = JsFuture::from(reader.read()).await.map_err(js_err)?;
-        if js_sys::Reflect::get(&chunk, &"done".into())
-            .map_err(js_err)?
-            .is_truthy()
-        {
+        let chunk = JsFuture::from(reader.read()).await?;
+        if js_sys::Reflect::get(&chunk, &"done".into())?.is_truthy() {
             break;
         }
-        let value: Uint8Array = js_sys::Reflect::get(&chunk, &"value".into())
-            .map_err(js_err)?
-            .dyn_into()
-            .map_err(|_| "not bytes")?;
+        let value: Uint8Array = js_sys::Reflect::get(&chunk, &"value".into())?.dyn_into()?;
         total += value.length() as usize;
         piece.resize(value.length() as usize, 0);
         value.copy_to(&mut piece);
@@ -226,18 +247,23 @@ async fn stream_decode(blob: &web_sys::Blob) -> Result<Option<Profile>, String> 
     Ok(if total == 0 { None } else { decoder.finish() })
 }
 
-/// The bytes of a file or response, as they are (still gzipped if they are).
-async fn read_blob(blob: &web_sys::Blob) -> Result<Vec<u8>, String> {
-    let buf = JsFuture::from(blob.array_buffer()).await.map_err(js_err)?;
+/// The bytes of a file or response; a gzip stream comes back inflated by the
+/// browser's own `DecompressionStream` (there is no inflater in the wasm bundle),
+/// capped like the native decoder.
+async fn read_blob(blob: &web_sys::Blob) -> Result<Vec<u8>, ReadError> {
+    let io = |e| ReadError::Io(js_error(e));
+    let head = blob.slice_with_i32_and_i32(0, 2).map_err(io)?;
+    let head = JsFuture::from(head.array_buffer()).await.map_err(io)?;
+    if profile::is_gzip(&Uint8Array::new(&head).to_vec()) {
+        return inflate(blob).await;
+    }
+    let buf = JsFuture::from(blob.array_buffer()).await.map_err(io)?;
     Ok(Uint8Array::new(&buf).to_vec())
 }
 
-fn js_err(e: wasm_bindgen::JsValue) -> String {
-    format!("{e:?}")
-}
-
 // The inflated bytes of a gzipped Blob, as a stream fed by www/inflate-worker.js (the
-// page's own origin, as the Content-Security-Policy requires). Throws when no worker
+// page's own origin, as the Content-Security-Policy requires), so the page decodes
+// piece n while the worker inflates piece n+1 on another core. Throws when no worker
 // can be made; the stream errors if the worker fails or the gzip is corrupt.
 #[wasm_bindgen::prelude::wasm_bindgen(inline_js = r#"
 export function inflate_in_worker(blob) {
@@ -280,21 +306,56 @@ extern "C" {
     fn writable(this: &DecompressionStream) -> web_sys::WritableStream;
 }
 
+/// Inflates a gzip blob with the browser's `DecompressionStream`, whole (the slow
+/// path: only for files the streaming decoder gave up on, to say what is wrong).
+async fn inflate(blob: &web_sys::Blob) -> Result<Vec<u8>, ReadError> {
+    let gzip = |e| ReadError::Profile(ProfileError::Gzip(js_error(e)));
+    let ds = DecompressionStream::new("gzip").map_err(|_| ReadError::NoInflater)?;
+    let pair = web_sys::ReadableWritablePair::new(&ds.readable(), &ds.writable());
+    let reader: web_sys::ReadableStreamDefaultReader = blob
+        .stream()
+        .pipe_through(&pair)
+        .get_reader()
+        .dyn_into()
+        .map_err(|o| gzip(o.into()))?;
+    let mut out: Vec<u8> = Vec::new();
+    loop {
+        let chunk = JsFuture::from(reader.read()).await.map_err(gzip)?;
+        let done = js_sys::Reflect::get(&chunk, &"done".into()).map_err(gzip)?;
+        if done.is_truthy() {
+            return Ok(out);
+        }
+        let value: Uint8Array = js_sys::Reflect::get(&chunk, &"value".into())
+            .map_err(gzip)?
+            .dyn_into()
+            .map_err(gzip)?;
+        let n = value.length() as usize;
+        if out.len() + n > profile::DEFAULT_MAX_INFLATED {
+            let _ = reader.cancel();
+            return Err(ReadError::Profile(ProfileError::TooLarge {
+                limit: profile::DEFAULT_MAX_INFLATED,
+            }));
+        }
+        let at = out.len();
+        out.resize(at + n, 0);
+        value.copy_to(&mut out[at..]);
+    }
+}
+
 async fn fetch(url: &str) -> Result<web_sys::Blob, String> {
+    let err = |what: &str, e| format!("cannot {what} {url}: {}", js_error(e));
     let w = web_sys::window().ok_or("no window")?;
     let resp = JsFuture::from(w.fetch_with_str(url))
         .await
-        .map_err(|e| format!("cannot fetch {url}: {e:?}"))?;
-    let resp: web_sys::Response = resp.dyn_into().map_err(|_| format!("cannot fetch {url}"))?;
+        .map_err(|e| err("fetch", e))?;
+    let resp: web_sys::Response = resp.dyn_into().map_err(|e| err("fetch", e))?;
     if !resp.ok() {
         return Err(format!("cannot fetch {url}: HTTP {}", resp.status()));
     }
-    let blob = resp
-        .blob()
-        .map_err(|e| format!("cannot read {url}: {e:?}"))?;
+    let blob = resp.blob().map_err(|e| err("read", e))?;
     JsFuture::from(blob)
         .await
-        .map_err(|e| format!("cannot read {url}: {e:?}"))?
+        .map_err(|e| err("read", e))?
         .dyn_into()
-        .map_err(|_| "not a blob".to_owned())
+        .map_err(|e| err("read", e))
 }

@@ -4,7 +4,6 @@
 
 use crate::state::{ByPtr, State};
 use host_cli::analysis::{format_value, SourceTable};
-use std::collections::HashMap;
 use std::rc::Rc;
 use yew::prelude::*;
 
@@ -84,11 +83,12 @@ fn row(line: i64, flat: i64, cum: i64, code: Option<&str>, unit: &str, max: i64)
 
 fn with_text(src: &SourceTable, text: &str, unit: &str) -> Html {
     let lines: Vec<&str> = text.lines().collect();
-    let vals: HashMap<i64, (i64, i64)> = src
-        .lines
-        .iter()
-        .map(|l| (l.line, (l.flat, l.cum)))
-        .collect();
+    // `src.lines` is ascending by line: a binary search, no map.
+    let vals = |n: i64| {
+        src.lines
+            .binary_search_by_key(&n, |l| l.line)
+            .map_or((0, 0), |i| (src.lines[i].flat, src.lines[i].cum))
+    };
     let first = src
         .lines
         .iter()
@@ -105,7 +105,7 @@ fn with_text(src: &SourceTable, text: &str, unit: &str) -> Html {
     let (from, to) = ((first - 2).max(1), (last + 4).min(lines.len() as i64));
     let max = max_cum(src);
     let rows = (from..=to).map(|n| {
-        let (f, c) = vals.get(&n).copied().unwrap_or((0, 0));
+        let (f, c) = vals(n);
         row(
             n,
             f,

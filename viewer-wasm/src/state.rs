@@ -320,7 +320,7 @@ impl State {
         let si = p
             .sample_index(&self.sample)
             .unwrap_or_else(|_| p.default_sample_index());
-        let (filter, filter_error) = match Filter::new(&self.focus, &self.ignore) {
+        let (filter, filter_error) = match crate::regex::filter(&self.focus, &self.ignore) {
             Ok(f) => (f, None),
             Err(e) => (Filter::none(), Some(e.to_string())),
         };
@@ -361,7 +361,7 @@ impl State {
         let (Some(p), Some(d)) = (self.shown.clone(), self.derived.clone()) else {
             return;
         };
-        let filter = Filter::new(&self.focus, &self.ignore).unwrap_or_default();
+        let filter = crate::regex::filter(&self.focus, &self.ignore).unwrap_or_default();
         let ix = Index::new(&p);
         let source = self.source_of(&ix, d.sample_index, &filter);
         let top = match (&d.top, self.view) {
@@ -399,11 +399,12 @@ impl State {
     }
 }
 
-/// Escapes regex metacharacters so a function name matches itself literally.
+/// Escapes regex metacharacters so a function name matches itself literally: the
+/// characters whose escapes both RE2 and the browser's `RegExp` (`u` flag) accept.
 pub fn regex_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
-        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+        if "\\.+*?()|[]{}^$".contains(c) {
             out.push('\\');
         }
         out.push(c);

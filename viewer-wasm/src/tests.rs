@@ -154,7 +154,26 @@ fn dropped_sources_match_by_path_suffix() {
     );
     assert_eq!(regex_escape("a.b(c)*"), "a\\.b\\(c\\)\\*");
     let name = "pkg.(*T).m-1#x&y~[i]{2}|^$";
-    let f = host_cli::analysis::Filter::new(&format!("^{}$", regex_escape(name)), "")
+    let f = crate::regex::filter(&format!("^{}$", regex_escape(name)), "")
         .expect("escaped name compiles");
     assert!(f.focus.unwrap().is_match(name));
+}
+
+#[test]
+fn leading_re2_flags_become_regexp_flags() {
+    use crate::regex::leading_flags;
+    assert_eq!(leading_flags("(?i)main\\."), ("main\\.", "ui".to_owned()));
+    assert_eq!(leading_flags("(?is)x"), ("x", "uis".to_owned()));
+    assert_eq!(leading_flags("(?:a)"), ("(?:a)", "u".to_owned()));
+    assert_eq!(leading_flags("(?U)a"), ("(?U)a", "u".to_owned()));
+    assert_eq!(leading_flags("a(?i)"), ("a(?i)", "u".to_owned()));
+}
+
+#[test]
+fn a_bad_filter_expression_is_reported_not_applied() {
+    let e = crate::regex::filter("", "(").unwrap_err();
+    assert_eq!(e.which, "ignore");
+    assert!(e
+        .to_string()
+        .starts_with("ignore is not a valid regular expression: "));
 }

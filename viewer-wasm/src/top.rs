@@ -29,15 +29,17 @@ pub fn top_table(p: &Props) -> Html {
     let unit = d.unit.as_str();
     let (col, desc) = p.state.sort;
     let mut rows: Vec<&TopRow> = top.rows.iter().collect();
-    match col {
-        SortCol::Flat => {}
-        SortCol::Cum => rows.sort_by(|a, b| {
-            b.cum
+    // One sort for both orders: each instantiation of a sort is kilobytes of wasm.
+    // Unstable is the same order: names are unique, and the order ends on the name.
+    if col != SortCol::Flat {
+        rows.sort_unstable_by(|a, b| match col {
+            SortCol::Name => b.name.cmp(&a.name),
+            _ => b
+                .cum
                 .abs()
                 .cmp(&a.cum.abs())
-                .then_with(|| a.name.cmp(&b.name))
-        }),
-        SortCol::Name => rows.sort_by(|a, b| b.name.cmp(&a.name)),
+                .then_with(|| a.name.cmp(&b.name)),
+        });
     }
     if !desc {
         rows.reverse();

@@ -94,23 +94,6 @@ pub fn ensure_targets(targets: &[&str]) -> Res {
     run(Command::new("rustup").arg("target").arg("add").args(&missing))
 }
 
-/// Make sure a rustup component (e.g. `llvm-tools`, `rust-src`) is installed.
-pub fn ensure_component(component: &str, toolchain: Option<&str>) -> Res {
-    let mut list = Command::new("rustup");
-    if let Some(t) = toolchain {
-        list.arg(format!("+{t}"));
-    }
-    let installed = output(list.args(["component", "list", "--installed"]))?;
-    if installed.lines().any(|l| l.starts_with(component)) {
-        return Ok(());
-    }
-    let mut add = Command::new("rustup");
-    if let Some(t) = toolchain {
-        add.arg(format!("+{t}"));
-    }
-    run(add.args(["component", "add", component]))
-}
-
 /// Make sure Debian packages are installed: `(command that proves it, package)`.
 /// Runs `apt-get update` at most once per xtask process.
 pub fn ensure_apt(pkgs: &[(&str, &str)]) -> Res {

@@ -2,9 +2,9 @@
 //! function-level node ids, so top, flame and source are single passes over samples.
 
 use crate::profile::{Profile, DIFF_BASE_LABEL};
-use regex_lite::Regex;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
+use std::rc::Rc;
 
 /// A hash map with FxHash: keys here are ids and packed ids, SipHash would dominate.
 pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<super::compact::Fx>>;
@@ -228,24 +228,42 @@ impl<'p> Index<'p> {
         let map_file = |id: u64| {
             map_pos
                 .get(&id)
-                .map(|&i| self.profile.str(self.profile.mapping[i as usize].filename))
+                .map(|&i| self.profile.mapping[i as usize].filename)
         };
-        let matches = |re: &Regex, li: usize| -> bool {
+        // A pattern with its answer per string-table index (0 not asked, 1 no, 2 yes):
+        // names and files repeat across locations, and asking can be a call into the
+        // browser's RegExp.
+        let strings = self.profile.string_table.len();
+        let memo = |re: &Pattern| {
+            let re = re.clone();
+            let mut cache = vec![0u8; strings];
+            move |s: i64| -> bool {
+                let Some(c) = usize::try_from(s).ok().and_then(|i| cache.get_mut(i)) else {
+                    return re.is_match(self.profile.str(s));
+                };
+                if *c == 0 {
+                    *c = 1 + u8::from(re.is_match(self.profile.str(s)));
+                }
+                *c == 2
+            }
+        };
+        let matches = |m: &mut dyn FnMut(i64) -> bool, li: usize| -> bool {
             let loc = &locs[li];
             self.location_frames(li as u32).iter().any(|f| {
                 f.func != u32::MAX && {
                     let func = &self.profile.function[f.func as usize];
-                    re.is_match(self.profile.str(func.name))
-                        || re.is_match(self.profile.str(func.filename))
+                    m(func.name) || m(func.filename)
                 }
-            }) || map_file(loc.mapping_id).is_some_and(|m| re.is_match(m))
+            }) || map_file(loc.mapping_id).is_some_and(&mut *m)
         };
+        let mut ignore = filter.ignore.as_ref().map(memo);
+        let mut focus = filter.focus.as_ref().map(memo);
         // Per location: Some(true) focused, Some(false) ignored, None neither.
         let class: Vec<Option<bool>> = (0..locs.len())
             .map(|li| {
-                if filter.ignore.as_ref().is_some_and(|re| matches(re, li)) {
+                if ignore.as_mut().is_some_and(|m| matches(m, li)) {
                     Some(false)
-                } else if filter.focus.as_ref().is_none_or(|re| matches(re, li)) {
+                } else if focus.as_mut().is_none_or(|m| matches(m, li)) {
                     Some(true)
                 } else {
                     None
@@ -324,14 +342,38 @@ impl LocPos {
     }
 }
 
+/// A compiled focus or ignore expression: any `&str` predicate. The CLI compiles with
+/// regex-lite ([`Filter::new`], feature `regex`); the browser viewer plugs in the
+/// browser's own `RegExp` ([`Filter::with`]) so its bundle carries no regex engine.
+#[derive(Clone)]
+pub struct Pattern(Rc<dyn Fn(&str) -> bool>);
+
+impl Pattern {
+    /// A pattern matching the strings `is_match` accepts.
+    pub fn new(is_match: impl Fn(&str) -> bool + 'static) -> Self {
+        Pattern(Rc::new(is_match))
+    }
+
+    /// Does `s` match (anywhere in it, as a regex search)?
+    pub fn is_match(&self, s: &str) -> bool {
+        (self.0)(s)
+    }
+}
+
+impl std::fmt::Debug for Pattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pattern")
+    }
+}
+
 /// Focus / ignore regular expressions on function names, file names and mapping files
 /// (pprof's `-focus` / `-ignore`). Empty strings mean no filter.
 #[derive(Clone, Debug, Default)]
 pub struct Filter {
     /// Keep only samples with a frame matching this.
-    pub focus: Option<Regex>,
+    pub focus: Option<Pattern>,
     /// Drop samples with a frame matching this.
-    pub ignore: Option<Regex>,
+    pub ignore: Option<Pattern>,
 }
 
 /// A focus or ignore expression that does not compile.
@@ -361,16 +403,30 @@ impl Filter {
         Self::default()
     }
 
-    /// Compiles focus and ignore expressions ("" = none).
+    /// Compiles focus and ignore expressions ("" = none) with regex-lite (the RE2-like
+    /// syntax of pprof's Go `regexp`).
+    #[cfg(feature = "regex")]
     pub fn new(focus: &str, ignore: &str) -> Result<Self, FilterError> {
-        let compile = |which, s: &str| -> Result<Option<Regex>, FilterError> {
+        Self::with(focus, ignore, |s| {
+            let re = regex_lite::Regex::new(s).map_err(|e| e.to_string())?;
+            Ok(Pattern::new(move |t| re.is_match(t)))
+        })
+    }
+
+    /// Compiles focus and ignore expressions ("" = none) with `compile`, which returns
+    /// the pattern or why the expression is invalid.
+    pub fn with(
+        focus: &str,
+        ignore: &str,
+        compile: impl Fn(&str) -> Result<Pattern, String>,
+    ) -> Result<Self, FilterError> {
+        let compile = |which, s: &str| -> Result<Option<Pattern>, FilterError> {
             if s.is_empty() {
                 return Ok(None);
             }
-            Regex::new(s).map(Some).map_err(|e| FilterError {
-                which,
-                message: e.to_string(),
-            })
+            compile(s)
+                .map(Some)
+                .map_err(|message| FilterError { which, message })
         };
         Ok(Filter {
             focus: compile("focus", focus)?,

@@ -202,7 +202,9 @@ impl Builder {
     /// their values. Labels are kept in the order given but compared as a set.
     pub fn sample(&mut self, location_id: Vec<u64>, value: Vec<i64>, label: Vec<Label>) {
         let mut sorted = label.clone();
-        sorted.sort_by_key(|l| (l.key, l.str, l.num, l.num_unit));
+        // Unstable: the key is the whole label, so equal keys are equal labels (and the
+        // unstable sort is less code in the wasm viewer).
+        sorted.sort_unstable_by_key(|l| (l.key, l.str, l.num, l.num_unit));
         match self.samples.entry((location_id, sorted)) {
             Entry::Occupied(e) => {
                 let s = &mut self.p.sample[*e.get()];

@@ -2,7 +2,6 @@
 
 use super::{Profile, ProfileError};
 use prost::Message;
-use std::io::{Read, Write};
 
 /// Default cap on the inflated size of a profile (256 MiB): far beyond any heap
 /// profile, small enough that a gzip bomb is an error and not an out-of-memory kill.
@@ -40,8 +39,11 @@ pub fn is_gzip(bytes: &[u8]) -> bool {
 }
 
 /// Inflates a (possibly multi-member) gzip stream, refusing to produce more than
-/// `limit` bytes.
+/// `limit` bytes. Without the `gzip` feature (the browser viewer, which inflates with
+/// the browser's `DecompressionStream`) every call is a [`ProfileError::GzipUnsupported`].
+#[cfg(feature = "gzip")]
 pub fn inflate(bytes: &[u8], limit: usize) -> Result<Vec<u8>, ProfileError> {
+    use std::io::Read;
     let mut out = Vec::new();
     let mut dec = flate2::read::MultiGzDecoder::new(bytes).take(limit as u64 + 1);
     dec.read_to_end(&mut out)
@@ -52,11 +54,20 @@ pub fn inflate(bytes: &[u8], limit: usize) -> Result<Vec<u8>, ProfileError> {
     Ok(out)
 }
 
+/// Inflates a (possibly multi-member) gzip stream: not in this build (no `gzip`
+/// feature), so always [`ProfileError::GzipUnsupported`].
+#[cfg(not(feature = "gzip"))]
+pub fn inflate(_bytes: &[u8], _limit: usize) -> Result<Vec<u8>, ProfileError> {
+    Err(ProfileError::GzipUnsupported)
+}
+
 /// Encodes a profile as gzipped protobuf, as pprof writes it. Fastest gzip level: on
 /// the 100k-bucket benchmark level 6 takes 9× longer (0.46 s vs 0.05 s) for a file only
 /// 12 % smaller. Deterministic: the gzip header carries no timestamp or file name, and
 /// prost writes fields in tag order.
+#[cfg(feature = "gzip")]
 pub fn encode(p: &Profile) -> Vec<u8> {
+    use std::io::Write;
     let raw = p.encode_to_vec();
     let mut enc = flate2::write::GzEncoder::new(
         Vec::with_capacity(raw.len() / 4 + 64),

@@ -11,6 +11,9 @@ pub enum ProfileError {
     /// The gzip container is damaged or truncated.
     #[error("corrupt gzip stream: {0}")]
     Gzip(String),
+    /// A gzipped profile given to a build without the Rust inflater (feature `gzip`).
+    #[error("this build cannot inflate gzip; gunzip the profile first")]
+    GzipUnsupported,
     /// The gzip stream inflates past the cap (a gzip bomb, or a profile far beyond
     /// anything a heap profile needs).
     #[error("profile inflates to more than {limit} bytes; refusing to read it (gzip bomb?)")]

@@ -100,13 +100,14 @@ pub fn merge(srcs: &[&Profile]) -> Result<Profile, ProfileError> {
 
 /// Adds every non-zero sample of `p` (with what it refers to) to the builder.
 fn add(b: &mut Builder, p: &Profile) {
-    use std::collections::HashMap;
-    let mut mappings: HashMap<u64, (u64, i64)> = HashMap::new();
+    // Fx, as the builder's maps: the same map types share their code in the wasm.
+    use rustc_hash::FxHashMap as HashMap;
+    let mut mappings: HashMap<u64, (u64, i64)> = HashMap::default();
     for m in &p.mapping {
         let (id, start) = b.mapping(m, p.str(m.filename), p.str(m.build_id));
         mappings.insert(m.id, (id, start.wrapping_sub(m.memory_start) as i64));
     }
-    let mut functions: HashMap<u64, u64> = HashMap::new();
+    let mut functions: HashMap<u64, u64> = HashMap::default();
     for f in &p.function {
         let id = b.function(
             p.str(f.name),
@@ -116,7 +117,7 @@ fn add(b: &mut Builder, p: &Profile) {
         );
         functions.insert(f.id, id);
     }
-    let mut locations: HashMap<u64, u64> = HashMap::new();
+    let mut locations: HashMap<u64, u64> = HashMap::default();
     for l in &p.location {
         let (mapping, offset) = mappings.get(&l.mapping_id).copied().unwrap_or((0, 0));
         let lines = l

@@ -10,7 +10,9 @@ pub mod proto;
 mod validate;
 
 pub use builder::Builder;
-pub use codec::{decode, decode_with_limit, encode, inflate, is_gzip, DEFAULT_MAX_INFLATED};
+#[cfg(feature = "gzip")]
+pub use codec::encode;
+pub use codec::{decode, decode_with_limit, inflate, is_gzip, DEFAULT_MAX_INFLATED};
 pub use error::{Invalid, ProfileError};
 pub use merge::{diff, merge, DIFF_BASE_LABEL};
 pub use proto::*;
