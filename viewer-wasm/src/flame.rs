@@ -196,10 +196,10 @@ pub fn flame_graph(p: &Props) -> Html {
                 </div>
                 if p.tree.diff {
                     <div>{format!("change {}{} ({})", if n.value > 0 { "+" } else { "" }, fmt(n.value), format_percent(pct(n.value)))}</div>
-                    <div class="muted">{format!("new {} · base {}", fmt(n.width - n.shrank), fmt(n.shrank))}</div>
+                    <div class="muted">{format!("new {} · base {}", fmt(n.width - n.shrank()), fmt(n.shrank()))}</div>
                 } else {
                     <div>{format!("{} ({})", fmt(n.value), format_percent(pct(n.value)))}</div>
-                    if n.self_value != 0 { <div class="muted">{format!("self {}", fmt(n.self_value))}</div> }
+                    if p.tree.self_value(h.node) != 0 { <div class="muted">{format!("self {}", fmt(p.tree.self_value(h.node)))}</div> }
                 }
                 <div class="muted hint">{"click to zoom · double-click for source"}</div>
             </div>
@@ -383,7 +383,11 @@ fn color(
             n.value as f64 / n.width as f64
         };
         // sqrt: small relative changes still show.
-        let (hue, s) = if r >= 0.0 { (4, r.sqrt()) } else { (214, (-r).sqrt()) };
+        let (hue, s) = if r >= 0.0 {
+            (4, r.sqrt())
+        } else {
+            (214, (-r).sqrt())
+        };
         let sat = (20.0 + 65.0 * s) as u32;
         let light = (88.0 - 30.0 * s) as u32;
         return if matched == Some(false) {

@@ -20,17 +20,21 @@ pub struct FlameNode {
     pub inlined: bool,
     /// Net value of the samples through this path (new − base in a diff).
     pub value: i64,
-    /// Net value of samples whose leaf is this node.
-    pub self_value: i64,
-    /// Sum of |negative| sample values (the base's share in a diff).
-    pub shrank: i64,
     /// Width in value units: the sum of |sample values| (= `value` for ordinary
-    /// profiles; new + base in a diff, where `width - shrank` is the new share).
+    /// profiles; new + base in a diff, where `width - shrank()` is the new share).
     pub width: i64,
     /// Left edge, in value units from the root's left edge.
     pub x: i64,
     /// Index one past this node's last descendant (pre-order), for skipping subtrees.
     pub end: u32,
+}
+
+impl FlameNode {
+    /// Sum of |negative| sample values through this node: the base's share in a diff.
+    /// (Width counts them once, value takes them off once: `width - value` is twice.)
+    pub fn shrank(&self) -> i64 {
+        self.width.wrapping_sub(self.value) / 2
+    }
 }
 
 /// A flame graph's tree, nodes in pre-order (index 0 is the root).
@@ -49,6 +53,17 @@ impl FlameTree {
     pub fn name(&self, i: usize) -> &str {
         let n = self.nodes[i].name;
         self.names.get(n as usize).map_or("root", String::as_str)
+    }
+
+    /// Net value of the samples whose leaf is node `i`: its value less its children's.
+    pub fn self_value(&self, i: usize) -> i64 {
+        let (mut v, end) = (self.nodes[i].value, self.nodes[i].end as usize);
+        let mut c = i + 1;
+        while c < end {
+            v = v.wrapping_sub(self.nodes[c].value);
+            c = (self.nodes[c].end as usize).max(c + 1);
+        }
+        v
     }
 
     /// Index of the parent of node `i` (None for the root): the nearest earlier node
@@ -125,8 +140,6 @@ impl Index<'_> {
             depth: 0,
             inlined: false,
             value: 0,
-            self_value: 0,
-            shrank: 0,
             width: 0,
             x: 0,
             end: 0,
@@ -218,8 +231,6 @@ fn add_stack(
             depth: path.len() as u32 - 1,
             inlined: key & 1 == 1,
             value: 0,
-            self_value: 0,
-            shrank: 0,
             width: 0,
             x: px.wrapping_add(pw),
             end: 0,
@@ -229,11 +240,5 @@ fn add_stack(
         let node = &mut nodes[n];
         node.value = node.value.wrapping_add(v);
         node.width = node.width.wrapping_add(v.wrapping_abs());
-        if v < 0 {
-            node.shrank = node.shrank.wrapping_add(v.wrapping_neg());
-        }
-    }
-    if let Some(&leaf) = path.last() {
-        nodes[leaf].self_value = nodes[leaf].self_value.wrapping_add(v);
     }
 }
