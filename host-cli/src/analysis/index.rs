@@ -7,7 +7,7 @@ use std::hash::BuildHasherDefault;
 use std::rc::Rc;
 
 /// A hash map with FxHash: keys here are ids and packed ids, SipHash would dominate.
-pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<super::compact::Fx>>;
+pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<pprof_scan::Fx>>;
 
 /// One frame of a location: a function-level node, its source line, and whether it is
 /// inlined into the next (outer) frame of the same location.

@@ -1,0 +1,469 @@
+//! The hot inner loop of the heapsnap viewer's pprof decoder, on bytes only: top-level
+//! protobuf fields, `Sample` messages read without allocating, and the table that
+//! merges samples by stack ([`Groups`]). The profile model around it (what the merged
+//! groups become, prost for everything else, validation) is in host-cli's
+//! `analysis::compact`.
+//!
+//! A crate of its own so that it can be compiled for speed (`opt-level = 3`) inside the
+//! browser bundle, which is otherwise built for size: this loop is most of the time to
+//! open a large profile (about 40% faster at opt-level 3 in Chromium), while opt-level 3
+//! for all of host-cli would cost 50 KiB of bundle.
+
+#![forbid(unsafe_code)]
+
+use std::hash::Hasher;
+
+/// Sample groups being merged. A group is keyed by the *raw bytes* of its samples'
+/// location ids (packed varints as written), so a repeated stack is hashed and compared
+/// as a few machine words and its ids are decoded only once, when its group is made.
+/// Equal bytes mean equal stacks; equal stacks written differently (non-canonical
+/// varints, packed vs not) merely stay in separate groups, which changes no figure.
+///
+/// Samples arrive in random stack order, so the cost is cache misses: each group is one
+/// contiguous record (hash, values, key) found through a flat open-addressing table,
+/// two misses per sample where a `HashMap` of separate arenas took five. Samples are
+/// looked up in batches, every table slot and then every record of a batch first read
+/// together, so the misses of a batch overlap instead of queueing.
+#[derive(Default)]
+pub struct Groups {
+    /// Linear probing over record offsets + 1 (0 = empty); a power of two in size.
+    table: Vec<u32>,
+    /// Records: `[hash, value sign mask, values << 32 | key bytes, string-label set,
+    /// values…, key bytes packed little-endian into words…]`. Samples merge only when
+    /// hash, signs, value count, label set and key all agree.
+    arena: Vec<u64>,
+    /// Record offset of each group, in order of first appearance.
+    recs: Vec<u32>,
+    /// Each group's decoded location ids (a range of `ids`).
+    ids_at: Vec<(u32, u32)>,
+    ids: Vec<u64>,
+    /// Samples waiting for the next batch, their key words, values and location bytes.
+    batch: Vec<Pending>,
+    words: Vec<u64>,
+    vals: Vec<i64>,
+    locs: Vec<u8>,
+}
+
+/// A sample waiting in [`Groups::batch`]: its record head and where its key words,
+/// values and location bytes are.
+#[derive(Clone, Copy)]
+struct Pending {
+    head: [u64; HEAD],
+    words: (u32, u32),
+    vals: (u32, u32),
+    locs: (u32, u32),
+}
+
+const HEAD: usize = 4;
+const BATCH: usize = 16;
+
+impl Groups {
+    /// Adds a sample (its location-id bytes, values and string-label set): summed into
+    /// the group with the same key, else a new group, when its batch is looked up.
+    /// `None` when a batch holds location bytes that are not valid varints, or the
+    /// groups outgrow 32-bit offsets.
+    // Not inlined, here and in `read_sample`: V8 starts wasm in a baseline tier and
+    // switches to optimized code only on a later *call* (no on-stack replacement), so
+    // per-sample work must be a function called per sample to be optimized mid-file
+    // (about twice as fast in Chromium). `cargo xtask viewer` keeps wasm-opt from
+    // inlining it back.
+    #[inline(never)]
+    pub fn add(&mut self, locs: &[u8], vals: &[i64], set: u32) -> Option<()> {
+        let mut signs = 0u64;
+        let mut k = 0;
+        while k < vals.len() && k < 64 {
+            signs |= u64::from(vals[k] < 0) << k;
+            k += 1;
+        }
+        if vals.len() as u64 >= 1 << 32 || locs.len() as u64 >= 1 << 32 {
+            return None;
+        }
+        let shape = (vals.len() as u64) << 32 | locs.len() as u64;
+        // The key as words, hashed with its shape.
+        let ws = self.words.len();
+        let mut h = Fx(signs ^ shape.rotate_left(17) ^ u64::from(set) << 7);
+        let mut i = 0;
+        while i + 8 <= locs.len() {
+            let w = u64::from_le_bytes([
+                locs[i],
+                locs[i + 1],
+                locs[i + 2],
+                locs[i + 3],
+                locs[i + 4],
+                locs[i + 5],
+                locs[i + 6],
+                locs[i + 7],
+            ]);
+            h.write_u64(w);
+            self.words.push(w);
+            i += 8;
+        }
+        if i < locs.len() {
+            let mut w = 0u64;
+            let mut s = 0;
+            while i < locs.len() {
+                w |= u64::from(locs[i]) << s;
+                s += 8;
+                i += 1;
+            }
+            h.write_u64(w);
+            self.words.push(w);
+        }
+        let at = |v: usize, n: usize| (v as u32, n as u32);
+        self.batch.push(Pending {
+            head: [h.finish(), signs, shape, u64::from(set)],
+            words: at(ws, self.words.len() - ws),
+            vals: at(self.vals.len(), vals.len()),
+            locs: at(self.locs.len(), locs.len()),
+        });
+        self.vals.extend_from_slice(vals);
+        self.locs.extend_from_slice(locs);
+        if self.batch.len() == BATCH {
+            return self.flush();
+        }
+        Some(())
+    }
+
+    /// Looks up every waiting sample: first each one's table slot and record head are
+    /// read (independent loads, whose cache misses overlap), then each is merged.
+    #[inline(never)]
+    pub fn flush(&mut self) -> Option<()> {
+        if self.table.len() < 2 * (self.recs.len() + self.batch.len() + 1) {
+            self.grow();
+        }
+        let mask = self.table.len() - 1;
+        let mut first = [0u32; BATCH];
+        for (f, p) in first.iter_mut().zip(&self.batch) {
+            *f = self.table[p.head[0] as usize & mask];
+        }
+        let mut hits = 0u32;
+        for (&f, p) in first.iter().zip(&self.batch) {
+            if f != 0 {
+                hits += u32::from(self.arena[(f - 1) as usize] == p.head[0]);
+            }
+        }
+        let _ = std::hint::black_box(hits);
+        let batch = std::mem::take(&mut self.batch);
+        let ok = batch.iter().all(|p| self.merge(p).is_some());
+        self.batch = batch;
+        self.batch.clear();
+        self.words.clear();
+        self.vals.clear();
+        self.locs.clear();
+        ok.then_some(())
+    }
+
+    /// Merges one waiting sample into its group, or makes the group.
+    #[inline(always)]
+    fn merge(&mut self, p: &Pending) -> Option<()> {
+        let words = &self.words[p.words.0 as usize..(p.words.0 + p.words.1) as usize];
+        let vals = &self.vals[p.vals.0 as usize..(p.vals.0 + p.vals.1) as usize];
+        let mask = self.table.len() - 1;
+        let mut slot = p.head[0] as usize & mask;
+        loop {
+            let at = self.table[slot];
+            if at == 0 {
+                break;
+            }
+            let r = (at - 1) as usize;
+            if self.arena[r..r + HEAD] == p.head {
+                let ks = r + HEAD + vals.len();
+                if same(&self.arena[ks..ks + words.len()], words) {
+                    for (a, b) in self.arena[r + HEAD..ks].iter_mut().zip(vals) {
+                        *a = (*a as i64).wrapping_add(*b) as u64;
+                    }
+                    return Some(());
+                }
+            }
+            slot = (slot + 1) & mask;
+        }
+        // A new group: decode (and so validate) its ids once.
+        let locs = &self.locs[p.locs.0 as usize..(p.locs.0 + p.locs.1) as usize];
+        let is = self.ids.len();
+        let mut q = 0;
+        while q < locs.len() {
+            self.ids.push(varint(locs, &mut q)?);
+        }
+        let r = u32::try_from(self.arena.len())
+            .ok()
+            .filter(|&r| r < u32::MAX)?;
+        self.ids_at.push((is as u32, (self.ids.len() - is) as u32));
+        self.arena.extend_from_slice(&p.head);
+        self.arena.extend(vals.iter().map(|&v| v as u64));
+        self.arena.extend_from_slice(words);
+        self.recs.push(r);
+        self.table[slot] = r + 1;
+        Some(())
+    }
+
+    /// Doubles the table (at least 1024 slots) and re-inserts every record by its hash.
+    fn grow(&mut self) {
+        let n = (self.table.len() * 2).max(1024);
+        self.table = vec![0; n];
+        let mask = n - 1;
+        for &r in &self.recs {
+            let mut slot = self.arena[r as usize] as usize & mask;
+            while self.table[slot] != 0 {
+                slot = (slot + 1) & mask;
+            }
+            self.table[slot] = r + 1;
+        }
+    }
+
+    /// Number of groups (after [`Groups::flush`]).
+    pub fn len(&self) -> usize {
+        self.recs.len()
+    }
+
+    /// No groups yet.
+    pub fn is_empty(&self) -> bool {
+        self.recs.is_empty()
+    }
+
+    /// Group `k`: (location ids, values, string-label set).
+    pub fn group(&self, k: usize) -> (&[u64], impl Iterator<Item = i64> + '_, u32) {
+        let (is, n) = self.ids_at[k];
+        let r = self.recs[k] as usize;
+        let shape = self.arena[r + 2];
+        let nv = (shape >> 32) as usize;
+        (
+            &self.ids[is as usize..(is + n) as usize],
+            self.arena[r + HEAD..r + HEAD + nv]
+                .iter()
+                .map(|&v| v as i64),
+            self.arena[r + 3] as u32,
+        )
+    }
+}
+
+/// Slice equality as a word loop: `==` on slices becomes `memcmp`, which on wasm32 is
+/// a byte loop.
+#[inline(always)]
+fn same(a: &[u64], b: &[u64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+#[inline(always)]
+pub fn field<'a>(raw: &'a [u8], pos: &mut usize) -> Option<(u64, u64, &'a [u8], &'a [u8])> {
+    let start = *pos;
+    let key = varint(raw, pos)?;
+    let (tag, wire) = (key >> 3, key & 7);
+    let body = *pos;
+    let end = match wire {
+        0 => {
+            varint(raw, pos)?;
+            *pos
+        }
+        1 => pos.checked_add(8)?,
+        2 => {
+            let n = usize::try_from(varint(raw, pos)?).ok()?;
+            let b = *pos;
+            return {
+                let end = b.checked_add(n)?;
+                (tag != 0 && end <= raw.len()).then(|| {
+                    *pos = end;
+                    (tag, wire, &raw[start..end], &raw[b..end])
+                })
+            };
+        }
+        5 => pos.checked_add(4)?,
+        _ => return None,
+    };
+    if tag == 0 || end > raw.len() {
+        return None;
+    }
+    *pos = end;
+    Some((tag, wire, &raw[start..end], &raw[body..end]))
+}
+
+/// Reads one `Sample` message: its values into `vals`, its string labels `(key, str)`
+/// into `pairs`, and its location ids as raw varint bytes, returned as a slice of `b`
+/// when they are one field (the usual packed case), else concatenated into `scratch`
+/// (returned as `None`). Also returns the largest string index its labels refer to (all
+/// must be in the table, as validation requires). `None` when malformed.
+#[inline(never)] // called per sample: see `Groups::add`
+pub fn read_sample<'a>(
+    b: &'a [u8],
+    scratch: &mut Vec<u8>,
+    vals: &mut Vec<i64>,
+    pairs: &mut Vec<(i64, i64)>,
+) -> Option<(Option<&'a [u8]>, i64)> {
+    vals.clear();
+    pairs.clear();
+    let mut max_str = 0i64;
+    // Location fields seen: 0, 1 (in `one`), or more (concatenated in `scratch`).
+    let mut one: Option<&'a [u8]> = None;
+    let mut many = false;
+    let mut pos = 0;
+    while pos < b.len() {
+        let (tag, wire, _, body) = field(b, &mut pos)?;
+        match (tag, wire) {
+            // A varint field's body is the varint's bytes, and packed varints
+            // concatenate: either way the bytes are appended as they are.
+            (1, 0 | 2) => {
+                if many {
+                    scratch.extend_from_slice(body);
+                } else if let Some(first) = one {
+                    scratch.clear();
+                    scratch.extend_from_slice(first);
+                    scratch.extend_from_slice(body);
+                    many = true;
+                } else {
+                    one = Some(body);
+                }
+            }
+            (2, 0) => vals.push(varint(body, &mut 0)? as i64),
+            (2, 2) => {
+                let mut p = 0;
+                while p < body.len() {
+                    vals.push(varint(body, &mut p)? as i64);
+                }
+            }
+            (3, 2) => {
+                let (mut key, mut str) = (0i64, 0i64);
+                let mut p = 0;
+                while p < body.len() {
+                    let (t, w, _, v) = field(body, &mut p)?;
+                    if (1..=4).contains(&t) {
+                        if w != 0 {
+                            return None;
+                        }
+                        let x = varint(v, &mut 0)? as i64;
+                        if t != 3 {
+                            if x < 0 {
+                                return None;
+                            }
+                            max_str = max_str.max(x);
+                        }
+                        match t {
+                            1 => key = x,
+                            2 => str = x,
+                            _ => {}
+                        }
+                    }
+                }
+                if str != 0 {
+                    pairs.push((key, str));
+                }
+            }
+            (1..=3, _) => return None,
+            _ => {} // unknown field: skipped, as protobuf requires
+        }
+    }
+    if !many {
+        scratch.clear();
+        if one.is_none() {
+            one = Some(&[]);
+        }
+    }
+    Some((if many { None } else { one }, max_str))
+}
+
+/// Bytes that cannot be a protobuf field (the caller falls back to a full decoder
+/// for the message).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Malformed;
+
+/// Length of the top-level field at the start of `b`: `Ok(None)` when `b` ends before
+/// its key and length do, `Err` when it cannot be a valid field.
+#[inline(always)]
+pub fn field_len(b: &[u8]) -> Result<Option<usize>, Malformed> {
+    let mut pos = 0;
+    let Some(key) = varint_partial(b, &mut pos)? else {
+        return Ok(None);
+    };
+    if key >> 3 == 0 {
+        return Err(Malformed);
+    }
+    let total = match key & 7 {
+        0 => match varint_partial(b, &mut pos)? {
+            Some(_) => pos,
+            None => return Ok(None),
+        },
+        1 => pos + 8,
+        2 => match varint_partial(b, &mut pos)? {
+            Some(n) => usize::try_from(n)
+                .ok()
+                .and_then(|n| n.checked_add(pos))
+                .ok_or(Malformed)?,
+            None => return Ok(None),
+        },
+        5 => pos + 4,
+        _ => return Err(Malformed),
+    };
+    Ok(Some(total))
+}
+
+/// [`varint`] that tells "ends too early" (`Ok(None)`) from "malformed" (`Err`).
+#[inline(always)]
+fn varint_partial(b: &[u8], pos: &mut usize) -> Result<Option<u64>, Malformed> {
+    let start = *pos;
+    match varint(b, pos) {
+        Some(v) => Ok(Some(v)),
+        // Ran off the end of `b` (fewer than 10 bytes, no overflow): more may come.
+        None if b.len() - start < 10 && b[start..].iter().all(|&x| x >= 0x80) => {
+            *pos = start;
+            Ok(None)
+        }
+        None => Err(Malformed),
+    }
+}
+
+#[inline(always)]
+pub fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
+    // A plain loop: iterator adapters are not inlined in the size-optimized wasm build.
+    let mut v = 0u64;
+    let mut shift = 0u32;
+    loop {
+        let byte = *b.get(*pos)?;
+        *pos += 1;
+        if shift == 63 && byte > 1 {
+            return None; // overflows 64 bits (prost rejects it too)
+        }
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return Some(v);
+        }
+        shift += 7;
+        if shift > 63 {
+            return None;
+        }
+    }
+}
+
+/// FxHash (rustc's hasher) with a final mix: keys are ids and stacks of ids, where
+/// SipHash would dominate the cost.
+#[derive(Default, Clone, Copy)]
+pub struct Fx(pub u64);
+
+impl Hasher for Fx {
+    fn finish(&self) -> u64 {
+        // Fold the high bits down: hashbrown picks buckets from the low bits, and a
+        // multiply only carries information upwards.
+        let x = self.0;
+        (x ^ (x >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (x >> 32)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.write_u64(u64::from_le_bytes([
+                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
+            ]));
+        }
+        for &b in chunks.remainder() {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(u64::from(i));
+    }
+}
