@@ -325,7 +325,10 @@ fn stack_id_varint_beyond_u32_is_malformed() {
     let s = Snapshot {
         version: 1,
         word_size: 8,
-        stacks: vec![Stack { id: u32::MAX, frames: vec![] }],
+        stacks: vec![Stack {
+            id: u32::MAX,
+            frames: vec![],
+        }],
         ..Default::default()
     };
     let b = encode_to_vec(&s).unwrap();
@@ -334,5 +337,7 @@ fn stack_id_varint_beyond_u32_is_malformed() {
     assert_eq!(decode(&b).unwrap(), s);
     let mut h = b.clone();
     h[at + 4] = 0x1f;
-    assert!(matches!(decode(&reseal(h)), Err(DecodeError::Malformed { offset, .. }) if offset == at));
+    assert!(
+        matches!(decode(&reseal(h)), Err(DecodeError::Malformed { offset, .. }) if offset == at)
+    );
 }

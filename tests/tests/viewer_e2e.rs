@@ -241,7 +241,13 @@ fn viewer_shows_pprof_top_for_every_sample_type_of_a_go_heap_profile() {
         Value::Bool(true),
         "a fetch to another origin was not blocked by the CSP"
     );
-    assert!(result["dropped"].as_str().unwrap_or_default().contains("dropped.pb.gz"), "drag and drop opened the file");
+    assert!(
+        result["dropped"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("dropped.pb.gz"),
+        "drag and drop opened the file"
+    );
     let old = result["noDecompressionStreamError"]
         .as_str()
         .unwrap_or_default();

@@ -206,7 +206,11 @@ impl Reducible for State {
                 profile,
                 bytes,
             } => {
-                let l = Rc::new(Loaded { name, profile, bytes });
+                let l = Rc::new(Loaded {
+                    name,
+                    profile,
+                    bytes,
+                });
                 match slot {
                     Slot::Main => s.main = Some(l),
                     Slot::Base => s.base = Some(l),

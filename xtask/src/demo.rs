@@ -52,7 +52,11 @@ fn parse(args: &[String]) -> Res<Opts> {
 
 pub fn run(args: &[String]) -> Res {
     let opts = parse(args)?;
-    let input = if opts.host { host_workload()? } else { profile_input()? };
+    let input = if opts.host {
+        host_workload()?
+    } else {
+        profile_input()?
+    };
 
     step("building heapsnap (host-cli, release)");
     let heapsnap = build_heapsnap()?;
@@ -111,7 +115,8 @@ pub fn run(args: &[String]) -> Res {
     let base = profiles.first().cloned().ok_or("no profiles")?;
     for (from, name) in [(&latest, PROFILE_NAME), (&base, BASE_NAME)] {
         let to = demo_dir.join(name);
-        std::fs::copy(from, &to).map_err(|e| format!("copying {} to {}: {e}", from.display(), to.display()))?;
+        std::fs::copy(from, &to)
+            .map_err(|e| format!("copying {} to {}: {e}", from.display(), to.display()))?;
     }
 
     step("serving the viewer");
@@ -123,9 +128,15 @@ pub fn run(args: &[String]) -> Res {
         name(last)
     );
     println!("  {}", demo_url(port));
-    println!("What grew since {} (the viewer's diff against a base):", name(first));
+    println!(
+        "What grew since {} (the viewer's diff against a base):",
+        name(first)
+    );
     println!("  {}&base=demo/{BASE_NAME}", demo_url(port));
-    println!("(serving {} on 127.0.0.1:{port}; Ctrl-C to stop)", www.display());
+    println!(
+        "(serving {} on 127.0.0.1:{port}; Ctrl-C to stop)",
+        www.display()
+    );
     serve(listener, &www)
 }
 
@@ -148,7 +159,8 @@ struct Input {
 }
 
 fn profile_input() -> Res<Input> {
-    let qemu = tools::ensure_targets(&[crate::firmware::TARGET]).and_then(|()| crate::firmware::ensure_qemu());
+    let qemu = tools::ensure_targets(&[crate::firmware::TARGET])
+        .and_then(|()| crate::firmware::ensure_qemu());
     match qemu {
         Ok(()) => {
             step("firmware in QEMU");
@@ -161,7 +173,9 @@ fn profile_input() -> Res<Input> {
         }
         Err(why) => {
             eprintln!("\n    QEMU cannot run here ({why});");
-            eprintln!("    falling back to the host workload (sampler-core's `host_workload` example).");
+            eprintln!(
+                "    falling back to the host workload (sampler-core's `host_workload` example)."
+            );
             host_workload()
         }
     }
@@ -220,7 +234,10 @@ fn build_heapsnap() -> Res<PathBuf> {
     if bin.is_file() {
         Ok(bin)
     } else {
-        Err(format!("cargo built heapsnap but {} is missing", bin.display()))
+        Err(format!(
+            "cargo built heapsnap but {} is missing",
+            bin.display()
+        ))
     }
 }
 
@@ -241,8 +258,9 @@ fn name(p: &Path) -> String {
 /// Bind 127.0.0.1: the given port, or the first free one from [`DEFAULT_PORT`].
 fn bind(port: Option<u16>) -> Res<TcpListener> {
     if let Some(p) = port {
-        return TcpListener::bind(("127.0.0.1", p))
-            .map_err(|e| format!("cannot listen on 127.0.0.1:{p}: {e} (choose another with --port N)"));
+        return TcpListener::bind(("127.0.0.1", p)).map_err(|e| {
+            format!("cannot listen on 127.0.0.1:{p}: {e} (choose another with --port N)")
+        });
     }
     let mut last = None;
     for p in DEFAULT_PORT..DEFAULT_PORT + 20 {
@@ -368,7 +386,13 @@ fn mime(p: &Path) -> &'static str {
     }
 }
 
-fn respond(stream: &mut TcpStream, status: &str, ctype: &str, body: &[u8], with_body: bool) -> std::io::Result<()> {
+fn respond(
+    stream: &mut TcpStream,
+    status: &str,
+    ctype: &str,
+    body: &[u8],
+    with_body: bool,
+) -> std::io::Result<()> {
     let head = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
         body.len()
@@ -387,8 +411,14 @@ mod tests {
     #[test]
     fn resolve_refuses_escapes_and_maps_directories() {
         let root = tools::root().join("xtask");
-        assert_eq!(resolve(&root, "/src/main.rs?x=1"), Some(root.join("src/main.rs")));
-        assert_eq!(resolve(&root, "/src/%6Dain.rs"), Some(root.join("src/main.rs")));
+        assert_eq!(
+            resolve(&root, "/src/main.rs?x=1"),
+            Some(root.join("src/main.rs"))
+        );
+        assert_eq!(
+            resolve(&root, "/src/%6Dain.rs"),
+            Some(root.join("src/main.rs"))
+        );
         assert_eq!(resolve(&root, "/../Cargo.toml"), None);
         assert_eq!(resolve(&root, "/src/%2e%2e/Cargo.toml"), None);
         assert_eq!(resolve(&root, "/src/..%2fCargo.toml"), None);
@@ -398,8 +428,14 @@ mod tests {
     #[test]
     fn wasm_is_served_as_application_wasm() {
         assert_eq!(mime(Path::new("pkg/viewer_bg.wasm")), "application/wasm");
-        assert_eq!(mime(Path::new("pkg/viewer.js")), "text/javascript; charset=utf-8");
-        assert_eq!(mime(Path::new("demo/firmware.pb.gz")), "application/octet-stream");
+        assert_eq!(
+            mime(Path::new("pkg/viewer.js")),
+            "text/javascript; charset=utf-8"
+        );
+        assert_eq!(
+            mime(Path::new("demo/firmware.pb.gz")),
+            "application/octet-stream"
+        );
     }
 
     #[test]

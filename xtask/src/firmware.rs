@@ -89,7 +89,10 @@ fn build() -> Res<PathBuf> {
     tools::run(&mut c)?;
     let elf = target_dir.join(TARGET).join("release/heapsnap-firmware");
     if !elf.is_file() {
-        return Err(format!("cargo built the firmware but {} is missing", elf.display()));
+        return Err(format!(
+            "cargo built the firmware but {} is missing",
+            elf.display()
+        ));
     }
     Ok(elf)
 }
@@ -98,7 +101,8 @@ fn build() -> Res<PathBuf> {
 /// relative to it); echo and log its console; kill it after [`QEMU_TIMEOUT`].
 fn run_qemu(elf: &Path, cwd: &Path) -> Res {
     let log_path = cwd.join(LOG_NAME);
-    let mut log = std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let mut log =
+        std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
     let mut c = Command::new("qemu-system-arm");
     c.args(["-cpu", "cortex-m3", "-machine", "lm3s6965evb", "-nographic"])
         .args(["-semihosting-config", "enable=on,target=native", "-kernel"])
@@ -112,7 +116,9 @@ fn run_qemu(elf: &Path, cwd: &Path) -> Res {
         cwd.display(),
         elf.display()
     );
-    let mut child = c.spawn().map_err(|e| format!("cannot start qemu-system-arm: {e}"))?;
+    let mut child = c
+        .spawn()
+        .map_err(|e| format!("cannot start qemu-system-arm: {e}"))?;
     // Echo the console as it comes (stdout and stderr merged into the log in order of arrival).
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     let mut readers = Vec::new();

@@ -47,11 +47,18 @@ pub fn run(args: &[String]) -> Res {
         results.push((name, r, t.elapsed().as_secs_f64()));
     };
 
-    go("sampler-core device builds, link test and flash size", &crate::sampler::device_checks);
+    go(
+        "sampler-core device builds, link test and flash size",
+        &crate::sampler::device_checks,
+    );
     go("viewer bundle (release, wasm-opt)", &|| {
-        crate::viewer::build(true).and_then(|_| crate::viewer::ensure_browser_tools()).map(|_| ())
+        crate::viewer::build(true)
+            .and_then(|_| crate::viewer::ensure_browser_tools())
+            .map(|_| ())
     });
-    go("firmware in QEMU", &|| crate::firmware::build_and_run().map(|_| ()));
+    go("firmware in QEMU", &|| {
+        crate::firmware::build_and_run().map(|_| ())
+    });
     go("cargo test --workspace", &cargo_tests);
     go("fuzz targets (bounded)", &crate::fuzz::fuzz_smoke);
 
@@ -66,7 +73,10 @@ pub fn run(args: &[String]) -> Res {
             }
         }
     }
-    println!("xtask test: {} steps passed, {failed} failed", results.len() - failed);
+    println!(
+        "xtask test: {} steps passed, {failed} failed",
+        results.len() - failed
+    );
     if failed == 0 {
         Ok(())
     } else {
@@ -89,7 +99,10 @@ pub fn set_artifact_env(c: &mut Command) {
     let root = tools::root();
     c.env("PATH", tools::path_env())
         .env("HEAPSNAP_WWW", root.join("www"))
-        .env("HEAPSNAP_NODE_MODULES", tools::tools_dir().join("node_modules"))
+        .env(
+            "HEAPSNAP_NODE_MODULES",
+            tools::tools_dir().join("node_modules"),
+        )
         .env("HEAPSNAP_FIRMWARE_OUT", crate::firmware::out_dir());
 }
 

@@ -11,7 +11,10 @@ pub type Res<T = ()> = Result<T, String>;
 
 /// Repository root (parent of `xtask/`).
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// `.tools/` under the root: repo-local installs (cargo --root, npm prefix).
@@ -27,7 +30,9 @@ pub fn step(name: &str) {
 /// Run a command to completion, inheriting stdio; error names the command and status.
 pub fn run(cmd: &mut Command) -> Res {
     eprintln!("    $ {}", show(cmd));
-    let status = cmd.status().map_err(|e| format!("cannot start `{}`: {e}", show(cmd)))?;
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot start `{}`: {e}", show(cmd)))?;
     if status.success() {
         Ok(())
     } else {
@@ -37,7 +42,9 @@ pub fn run(cmd: &mut Command) -> Res {
 
 /// Run a command and capture stdout as a string.
 pub fn output(cmd: &mut Command) -> Res<String> {
-    let out = cmd.output().map_err(|e| format!("cannot start `{}`: {e}", show(cmd)))?;
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot start `{}`: {e}", show(cmd)))?;
     if !out.status.success() {
         return Err(format!(
             "`{}` failed ({}): {}",
@@ -67,7 +74,10 @@ pub fn cargo() -> Command {
 
 /// Is `bin` on PATH (or `.tools/bin`)? Returns its path.
 pub fn which(bin: &str) -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = vec![tools_dir().join("bin"), tools_dir().join("node_modules/.bin")];
+    let mut dirs: Vec<PathBuf> = vec![
+        tools_dir().join("bin"),
+        tools_dir().join("node_modules/.bin"),
+    ];
     if let Some(p) = std::env::var_os("PATH") {
         dirs.extend(std::env::split_paths(&p));
     }
@@ -76,7 +86,10 @@ pub fn which(bin: &str) -> Option<PathBuf> {
 
 /// PATH with `.tools/bin` and `.tools/node_modules/.bin` first, for child processes.
 pub fn path_env() -> std::ffi::OsString {
-    let mut dirs = vec![tools_dir().join("bin"), tools_dir().join("node_modules/.bin")];
+    let mut dirs = vec![
+        tools_dir().join("bin"),
+        tools_dir().join("node_modules/.bin"),
+    ];
     if let Some(p) = std::env::var_os("PATH") {
         dirs.extend(std::env::split_paths(&p));
     }
@@ -86,18 +99,29 @@ pub fn path_env() -> std::ffi::OsString {
 /// Make sure the rustup targets are installed (cheap when they already are).
 pub fn ensure_targets(targets: &[&str]) -> Res {
     let installed = output(Command::new("rustup").args(["target", "list", "--installed"]))?;
-    let missing: Vec<&str> = targets.iter().copied().filter(|t| !installed.lines().any(|l| l.trim() == *t)).collect();
+    let missing: Vec<&str> = targets
+        .iter()
+        .copied()
+        .filter(|t| !installed.lines().any(|l| l.trim() == *t))
+        .collect();
     if missing.is_empty() {
         return Ok(());
     }
     step(&format!("installing rustup targets {missing:?}"));
-    run(Command::new("rustup").arg("target").arg("add").args(&missing))
+    run(Command::new("rustup")
+        .arg("target")
+        .arg("add")
+        .args(&missing))
 }
 
 /// Make sure Debian packages are installed: `(command that proves it, package)`.
 /// Runs `apt-get update` at most once per xtask process.
 pub fn ensure_apt(pkgs: &[(&str, &str)]) -> Res {
-    let missing: Vec<&str> = pkgs.iter().filter(|(bin, _)| which(bin).is_none()).map(|(_, p)| *p).collect();
+    let missing: Vec<&str> = pkgs
+        .iter()
+        .filter(|(bin, _)| which(bin).is_none())
+        .map(|(_, p)| *p)
+        .collect();
     if missing.is_empty() {
         return Ok(());
     }
@@ -126,7 +150,9 @@ pub fn ensure_apt(pkgs: &[(&str, &str)]) -> Res {
 }
 
 fn is_root() -> bool {
-    output(Command::new("id").arg("-u")).map(|s| s.trim() == "0").unwrap_or(false)
+    output(Command::new("id").arg("-u"))
+        .map(|s| s.trim() == "0")
+        .unwrap_or(false)
 }
 
 /// Make sure `bin` (from crate `krate`) is available at exactly `version`;
@@ -138,9 +164,12 @@ pub fn ensure_cargo_bin(bin: &str, krate: &str, version: &str, locked: bool) -> 
             return Ok(p);
         }
     }
-    step(&format!("installing {krate} {version} into .tools (cargo install)"));
+    step(&format!(
+        "installing {krate} {version} into .tools (cargo install)"
+    ));
     let mut c = cargo();
-    c.args(["install", krate, "--version", version, "--root"]).arg(tools_dir());
+    c.args(["install", krate, "--version", version, "--root"])
+        .arg(tools_dir());
     if locked {
         c.arg("--locked");
     }
@@ -166,11 +195,15 @@ pub fn ensure_npm(bin: &str, pkg_spec: &str) -> Res<PathBuf> {
 
 /// The exact `version` of a package as pinned in Cargo.lock (e.g. wasm-bindgen).
 pub fn locked_version(krate: &str) -> Res<String> {
-    let lock = std::fs::read_to_string(root().join("Cargo.lock")).map_err(|e| format!("Cargo.lock: {e}"))?;
+    let lock = std::fs::read_to_string(root().join("Cargo.lock"))
+        .map_err(|e| format!("Cargo.lock: {e}"))?;
     let mut lines = lock.lines();
     while let Some(l) = lines.next() {
         if l.trim() == format!("name = \"{krate}\"") {
-            if let Some(v) = lines.next().and_then(|v| v.trim().strip_prefix("version = \"")) {
+            if let Some(v) = lines
+                .next()
+                .and_then(|v| v.trim().strip_prefix("version = \""))
+            {
                 return Ok(v.trim_end_matches('"').to_string());
             }
         }
