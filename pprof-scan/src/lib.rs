@@ -1,13 +1,14 @@
-//! The hot inner loop of the heapsnap viewer's pprof decoder, on bytes only: top-level
-//! protobuf fields, `Sample` messages read without allocating, and the table that
-//! merges samples by stack ([`Groups`]). The profile model around it (what the merged
-//! groups become, prost for everything else, validation) is in host-cli's
-//! `analysis::compact`.
+//! The hot loops of opening a large profile in the heapsnap viewer, on plain data:
+//! the pprof decoder's (top-level protobuf fields, `Sample` messages read without
+//! allocating, the table that merges samples by stack: [`Groups`]) and the flame
+//! tree's ([`flame_nodes`]). The profile model around them (what merged groups become,
+//! prost for everything else, validation, names and ranks) is in host-cli's
+//! `analysis::compact` and `analysis::flame`.
 //!
 //! A crate of its own so that it can be compiled for speed (`opt-level = 3`) inside the
-//! browser bundle, which is otherwise built for size: this loop is most of the time to
-//! open a large profile (about 40% faster at opt-level 3 in Chromium), while opt-level 3
-//! for all of host-cli would cost 50 KiB of bundle.
+//! browser bundle, which is otherwise built for size: these loops are most of the time
+//! to open a large profile (roughly twice as fast at opt-level 3 in Chromium), while
+//! opt-level 3 for all of host-cli would cost 50 KiB of bundle.
 
 #![forbid(unsafe_code)]
 
@@ -465,5 +466,133 @@ impl Hasher for Fx {
     }
     fn write_u8(&mut self, i: u8) {
         self.write_u64(u64::from(i));
+    }
+}
+
+/// One box of the flame graph (host-cli's `analysis::FlameTree` holds them in
+/// pre-order; the tree is built here, at full speed, by [`flame_nodes`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FlameNode {
+    /// Function-level node id (an index into host-cli's `FlameTree::names`); the root is `u32::MAX`.
+    pub name: u32,
+    /// Depth: 0 for the root, 1 for outermost callers.
+    pub depth: u32,
+    /// This frame was inlined into its parent (drawn marked).
+    pub inlined: bool,
+    /// Net value of the samples through this path (new − base in a diff).
+    pub value: i64,
+    /// Width in value units: the sum of |sample values| (= `value` for ordinary
+    /// profiles; new + base in a diff, where `width - shrank()` is the new share).
+    pub width: i64,
+    /// Left edge, in value units from the root's left edge.
+    pub x: i64,
+    /// Index one past this node's last descendant (pre-order), for skipping subtrees.
+    pub end: u32,
+}
+
+impl FlameNode {
+    /// Sum of |negative| sample values through this node: the base's share in a diff.
+    /// (Width counts them once, value takes them off once: `width - value` is twice.)
+    pub fn shrank(&self) -> i64 {
+        self.width.wrapping_sub(self.value) / 2
+    }
+}
+
+/// The nodes of a flame tree, pre-order, from stacks given as spans `(start, len,
+/// value)` of `seq`, each a root-first sequence of `rank << 1 | inlined` where `rank`
+/// is the function's alphabetical rank (`by_rank[rank]` is its name id). Sorts `spans`.
+///
+/// Built without hashing: the stacks are sorted, and each opens only the nodes past
+/// its common prefix with the previous one. The per-stack work is in functions called
+/// per stack: V8 switches a wasm function to optimized code only on a later call.
+pub fn flame_nodes(seq: &[u32], spans: &mut [(u32, u32, i64)], by_rank: &[u32]) -> Vec<FlameNode> {
+    let slice = |s: &(u32, u32, i64)| &seq[s.0 as usize..(s.0 + s.1) as usize];
+    // Lexicographic; a stack that is a prefix of another sorts after it, so a
+    // node's self value lands right of its children.
+    spans.sort_unstable_by(|a, b| cmp_stacks(slice(a), slice(b)));
+    let root = FlameNode {
+        name: u32::MAX,
+        depth: 0,
+        inlined: false,
+        value: 0,
+        width: 0,
+        x: 0,
+        end: 0,
+    };
+    // Exact node count first: growing a Vec of a million nodes by doubling would
+    // hold two copies at once (wasm memory never shrinks back).
+    let mut count = 1usize;
+    let mut last: &[u32] = &[];
+    for sp in spans.iter() {
+        let s = slice(sp);
+        count += s.len() - lcp(s, last);
+        last = s;
+    }
+    let mut nodes = Vec::with_capacity(count);
+    nodes.push(root);
+    let mut path: Vec<usize> = vec![0];
+    let mut prev: &[u32] = &[];
+    for sp in spans.iter() {
+        let s = slice(sp);
+        add_stack(&mut nodes, &mut path, s, prev, sp.2, by_rank);
+        prev = s;
+    }
+    let len = nodes.len() as u32;
+    for o in path {
+        nodes[o].end = len;
+    }
+    nodes
+}
+
+/// Lexicographic order of two stacks, a stack that is a prefix of another after it.
+#[inline(never)]
+fn cmp_stacks(a: &[u32], b: &[u32]) -> std::cmp::Ordering {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| x.cmp(y))
+        .find(|o| o.is_ne())
+        .unwrap_or_else(|| b.len().cmp(&a.len()))
+}
+
+/// Length of the common prefix of two stacks.
+#[inline(never)]
+fn lcp(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// Adds one stack (root first, after `prev` in sorted order) of value `v`: closes the
+/// nodes of `path` past the common prefix, opens new ones, adds `v` along the path.
+#[inline(never)]
+fn add_stack(
+    nodes: &mut Vec<FlameNode>,
+    path: &mut Vec<usize>,
+    s: &[u32],
+    prev: &[u32],
+    v: i64,
+    by_rank: &[u32],
+) {
+    let lcp = lcp(s, prev);
+    while path.len() > lcp + 1 {
+        let o = path.pop().unwrap_or(0);
+        nodes[o].end = nodes.len() as u32;
+    }
+    for &key in &s[lcp..] {
+        let parent = *path.last().unwrap_or(&0);
+        let (px, pw) = (nodes[parent].x, nodes[parent].width);
+        path.push(nodes.len());
+        nodes.push(FlameNode {
+            name: by_rank[(key >> 1) as usize],
+            depth: path.len() as u32 - 1,
+            inlined: key & 1 == 1,
+            value: 0,
+            width: 0,
+            x: px.wrapping_add(pw),
+            end: 0,
+        });
+    }
+    for &n in path.iter() {
+        let node = &mut nodes[n];
+        node.value = node.value.wrapping_add(v);
+        node.width = node.width.wrapping_add(v.wrapping_abs());
     }
 }

@@ -57,6 +57,9 @@ try {
         return {
           selectToPaint: t('flame-painted') - t('file-selected'),
           selectToDecoded: t('decoded') - t('file-selected'),
+          // Where the time after decoding goes: index, flame tree, page render, drawing.
+          phases: ['decoded', 'indexed', 'flame-built', 'flame-drawing', 'flame-painted']
+            .map((n, i, all) => (i ? `${all[i - 1]}→${n} ${(t(n) - t(all[i - 1])).toFixed(0)}` : '')).filter(Boolean).join(', '),
           wasmMemory: window.__heapsnapWasm.memory.buffer.byteLength,
           jsHeap: performance.memory ? performance.memory.usedJSHeapSize : 0,
           painted: (() => { const c = document.querySelector('[data-testid=flame-graph]'); const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; })(),
@@ -74,6 +77,7 @@ try {
     console.log(`\n${path.basename(file)}: ${MB(size)} (${RUNS} runs, median shown)`);
     const best = runs[0];
     console.log(`  select → decoded          ${med.selectToDecoded.toFixed(0)} ms (best run ${best.selectToDecoded.toFixed(0)} ms)`);
+    console.log(`  after decoding (ms)        ${med.phases}`);
     console.log(`  select → first flame paint ${med.selectToPaint.toFixed(0)} ms   (target ≤ 1000 ms: ${med.selectToPaint <= 1000 ? 'ok' : 'OVER'}; best ${best.selectToPaint.toFixed(0)} ms; all runs: ${runs.map((r) => r.selectToPaint.toFixed(0)).join(', ')} ms; wall incl. input ${med.wall} ms)`);
     console.log(`  peak JS heap (V8 used)     ${MB(peakJs)} = ${(peakJs / size).toFixed(2)}× file`);
     console.log(`  wasm linear memory (peak)  ${MB(wasmMem)} = ${(wasmMem / size).toFixed(2)}× file`);

@@ -90,6 +90,9 @@ pub fn flame_graph(p: &Props) -> Html {
             (tree, zoom, p.search.clone(), *resize, generation),
             move |(tree, zoom, search, _, generation)| {
                 if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
+                    if *painted.borrow() != *generation {
+                        crate::load::mark("flame-drawing");
+                    }
                     draw(&c, tree, *zoom, Matcher::new(search).as_ref());
                     if *painted.borrow() != *generation {
                         *painted.borrow_mut() = *generation;
