@@ -16,11 +16,15 @@ const SOURCE_EXT: &[&str] = &[
     "js", "ts", "zig", "swift", "m", "mm", "cs", "rb",
 ];
 
-/// A performance mark the benchmark reads (`heapsnap:<name>`).
+/// A performance mark the benchmark reads (`heapsnap:<name>`); nothing in native
+/// builds (the reducer's unit tests), where there is no browser to ask.
 pub fn mark(name: &str) {
+    #[cfg(target_arch = "wasm32")]
     if let Some(p) = web_sys::window().and_then(|w| w.performance()) {
         let _ = p.mark(&format!("heapsnap:{name}"));
     }
+    #[cfg(not(target_arch = "wasm32"))]
+    let _ = name;
 }
 
 /// Named like a source file (then read whole, and kept as text if it is text).
