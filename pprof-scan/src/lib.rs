@@ -596,3 +596,95 @@ fn add_stack(
         node.width = node.width.wrapping_add(v.wrapping_abs());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_len_tells_incomplete_from_malformed() {
+        // Field 2, length-delimited, 3 bytes of body.
+        assert_eq!(field_len(&[0x12, 3, 1, 2, 3]), Ok(Some(5)));
+        assert_eq!(
+            field_len(&[0x12, 3, 1]),
+            Ok(Some(5)),
+            "length known, body to come"
+        );
+        assert_eq!(field_len(&[0x12]), Ok(None), "length still to come");
+        assert_eq!(
+            field_len(&[0x12, 0x80]),
+            Ok(None),
+            "length varint to continue"
+        );
+        assert_eq!(field_len(&[]), Ok(None));
+        assert_eq!(field_len(&[0x08, 0x96, 0x01]), Ok(Some(3)), "varint field");
+        assert_eq!(field_len(&[0x02, 0]), Err(Malformed), "tag 0");
+        assert_eq!(field_len(&[0x0f]), Err(Malformed), "wire type 7");
+        assert_eq!(
+            field_len(
+                &[0x12; 1]
+                    .iter()
+                    .chain(&[0xff; 10])
+                    .copied()
+                    .collect::<Vec<_>>()
+            ),
+            Err(Malformed),
+            "length longer than 64 bits"
+        );
+    }
+
+    #[test]
+    fn groups_merge_equal_stacks_and_keep_different_ones_apart() {
+        let mut g = Groups::default();
+        let (a, b) = ([1u8, 2, 3], [1u8, 2, 4]);
+        for _ in 0..40 {
+            // More than a batch, so several flushes happen.
+            g.add(&a, &[1, 10], 0).unwrap();
+            g.add(&b, &[2, 20], 0).unwrap();
+        }
+        g.add(&a, &[-1, -10], 0).unwrap(); // other signs: its own group
+        g.add(&a, &[5, 50], 7).unwrap(); // other label set: its own group
+        g.flush().unwrap();
+        assert_eq!(g.len(), 4);
+        let groups: Vec<(Vec<u64>, Vec<i64>, u32)> = (0..g.len())
+            .map(|k| {
+                let (ids, vals, set) = g.group(k);
+                (ids.to_vec(), vals.collect(), set)
+            })
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                (vec![1, 2, 3], vec![40, 400], 0),
+                (vec![1, 2, 4], vec![80, 800], 0),
+                (vec![1, 2, 3], vec![-1, -10], 0),
+                (vec![1, 2, 3], vec![5, 50], 7),
+            ]
+        );
+        // Location bytes that are not varints are refused when their batch is merged.
+        let mut bad = Groups::default();
+        bad.add(&[0x80], &[1], 0).unwrap();
+        assert_eq!(bad.flush(), None);
+    }
+
+    #[test]
+    fn flame_nodes_are_preorder_with_sorted_children() {
+        // Stacks (root first, ranks << 1): [0,1] 5, [0,2] 3, [0] 2; ranks are names.
+        let seq = [0 << 1, 2 << 1, 0 << 1, 1 << 1, 0 << 1];
+        let mut spans = [(0, 2, 3), (2, 2, 5), (4, 1, 2)];
+        let nodes = flame_nodes(&seq, &mut spans, &[10, 11, 12]);
+        let got: Vec<(u32, u32, i64, i64, u32)> = nodes
+            .iter()
+            .map(|n| (n.name, n.depth, n.value, n.x, n.end))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (u32::MAX, 0, 10, 0, 4), // root
+                (10, 1, 10, 0, 4),       // 0: children 1 then 2, its own 2 to the right
+                (11, 2, 5, 0, 3),
+                (12, 2, 3, 5, 4),
+            ]
+        );
+    }
+}
