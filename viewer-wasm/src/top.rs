@@ -29,17 +29,23 @@ pub fn top_table(p: &Props) -> Html {
     let unit = d.unit.as_str();
     let (col, desc) = p.state.sort;
     let mut rows: Vec<&TopRow> = top.rows.iter().collect();
-    // One sort for both orders: each instantiation of a sort is kilobytes of wasm.
-    // Unstable is the same order: names are unique, and the order ends on the name.
+    // One sort for both orders, through the analysis' shared sort (each instantiation
+    // of a sort is kilobytes of wasm). Unstable is the same order: names are unique,
+    // and the order ends on the name.
     if col != SortCol::Flat {
-        rows.sort_unstable_by(|a, b| match col {
-            SortCol::Name => b.name.cmp(&a.name),
-            _ => b
-                .cum
-                .abs()
-                .cmp(&a.cum.abs())
-                .then_with(|| a.name.cmp(&b.name)),
+        let r = &top.rows;
+        let order = host_cli::analysis::sorted_order(r.len(), &|a, b| {
+            let (a, b) = (&r[a], &r[b]);
+            match col {
+                SortCol::Name => b.name.cmp(&a.name),
+                _ => b
+                    .cum
+                    .abs()
+                    .cmp(&a.cum.abs())
+                    .then_with(|| a.name.cmp(&b.name)),
+            }
         });
+        rows = host_cli::analysis::permute(rows, &order);
     }
     if !desc {
         rows.reverse();

@@ -85,8 +85,8 @@ impl Index<'_> {
     pub fn flame(&self, sample_index: usize, filter: &Filter) -> FlameTree {
         let kept = self.kept(filter);
         // Alphabetical rank of every function-level node.
-        let mut by_rank: Vec<u32> = (0..self.names.len() as u32).collect();
-        by_rank.sort_unstable_by(|&a, &b| self.names[a as usize].cmp(&self.names[b as usize]));
+        let by_rank =
+            super::sorted_order(self.names.len(), &|a, b| self.names[a].cmp(&self.names[b]));
         let mut rank = vec![0u32; by_rank.len()];
         for (r, &n) in by_rank.iter().enumerate() {
             rank[n as usize] = r as u32;

@@ -93,7 +93,8 @@ impl Index<'_> {
                 (self.profile.str(func.filename).to_owned(), func.start_line)
             })
             .unwrap_or_default();
-        lines.sort_unstable_by_key(|e| e.0);
+        let order = super::sorted_order(lines.len(), &|a, b| lines[a].0.cmp(&lines[b].0));
+        let lines = super::permute(lines, &order);
         SourceTable {
             function: self.names.get(node as usize).cloned().unwrap_or_default(),
             file,

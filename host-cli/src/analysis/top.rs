@@ -131,7 +131,7 @@ impl Index<'_> {
                 v as f64 / total as f64 * 100.0
             }
         };
-        let mut rows: Vec<TopRow> = (0..n)
+        let rows: Vec<TopRow> = (0..n)
             .filter(|&k| flat[k] != 0 || cum[k] != 0)
             .map(|k| TopRow {
                 name: self.names[k].clone(),
@@ -148,13 +148,15 @@ impl Index<'_> {
                 },
             })
             .collect();
-        rows.sort_unstable_by(|a, b| {
+        let order = super::sorted_order(rows.len(), &|a, b| {
+            let (a, b) = (&rows[a], &rows[b]);
             b.flat
                 .wrapping_abs()
                 .cmp(&a.flat.wrapping_abs())
                 .then_with(|| a.name.cmp(&b.name))
                 .then_with(|| b.cum.wrapping_abs().cmp(&a.cum.wrapping_abs()))
         });
+        let mut rows = super::permute(rows, &order);
         let mut sum = 0i64;
         for r in &mut rows {
             sum = sum.wrapping_add(r.flat);
