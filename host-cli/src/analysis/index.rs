@@ -2,12 +2,12 @@
 //! function-level node ids, so top, flame and source are single passes over samples.
 
 use crate::profile::{Profile, DIFF_BASE_LABEL};
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::rc::Rc;
 
 /// A hash map with FxHash: keys here are ids and packed ids, SipHash would dominate.
-pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<pprof_scan::Fx>>;
+/// The same hasher type as the profile builder's and merge's maps, so that maps of the
+/// same key and value share their code in the wasm.
+pub(crate) type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// One frame of a location: a function-level node, its source line, and whether it is
 /// inlined into the next (outer) frame of the same location.
