@@ -353,3 +353,25 @@ pub fn assert_same_table(what: &str, ours: &[TopRow], theirs: &[TopRow]) {
         }
     }
 }
+
+/// The sample types a browser script read off the page's `sample-type` select
+/// (`result["sampleTypes"]`), checked to be the four of a Go heap profile, in order.
+pub fn go_heap_sample_types(result: &serde_json::Value) -> Vec<&str> {
+    let types: Vec<&str> = result["sampleTypes"]
+        .as_array()
+        .expect("sampleTypes array")
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "alloc_objects",
+            "alloc_space",
+            "inuse_objects",
+            "inuse_space"
+        ],
+        "the sample-type options"
+    );
+    types
+}

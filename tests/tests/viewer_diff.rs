@@ -16,8 +16,8 @@
 //! graph) and `diff-top.png`.
 
 use e2e::{
-    assert_same_table, go_heap_profile_pair, node_modules, page_rows, parse_pprof_top, pprof,
-    repo_root, run, target_dir, www, TopRow,
+    assert_same_table, go_heap_profile_pair, go_heap_sample_types, node_modules, page_rows,
+    parse_pprof_top, pprof, repo_root, run, target_dir, www, TopRow,
 };
 use host_cli::analysis::format_value;
 use serde_json::Value;
@@ -92,21 +92,7 @@ fn viewer_diff_against_a_base_equals_pprof_diff_base() {
         Value::Array(vec![]),
         "errors on the console"
     );
-    let types: Vec<&str> = result["sampleTypes"]
-        .as_array()
-        .expect("types")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    assert_eq!(
-        types,
-        [
-            "alloc_objects",
-            "alloc_space",
-            "inuse_objects",
-            "inuse_space"
-        ]
-    );
+    let types = go_heap_sample_types(&result);
 
     let status = result["diffStatus"].as_str().unwrap_or_default();
     assert!(

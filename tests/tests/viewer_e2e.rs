@@ -10,8 +10,8 @@
 //! a message; nothing is skipped. Screenshots: `target/viewer-e2e/*.png`.
 
 use e2e::{
-    assert_same_table, go_heap_profile, node_modules, page_rows, parse_pprof_top, pprof, repo_root,
-    run, target_dir, www,
+    assert_same_table, go_heap_profile, go_heap_sample_types, node_modules, page_rows,
+    parse_pprof_top, pprof, repo_root, run, target_dir, www,
 };
 use serde_json::Value;
 use std::process::Command;
@@ -84,21 +84,7 @@ fn viewer_shows_pprof_top_for_every_sample_type_of_a_go_heap_profile() {
         "the error stays after a good file"
     );
 
-    let types: Vec<&str> = result["sampleTypes"]
-        .as_array()
-        .expect("types")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    assert_eq!(
-        types,
-        [
-            "alloc_objects",
-            "alloc_space",
-            "inuse_objects",
-            "inuse_space"
-        ]
-    );
+    let types = go_heap_sample_types(&result);
     assert_eq!(
         result["defaultSampleType"], "inuse_space",
         "pprof's default: the last sample type"
