@@ -375,3 +375,22 @@ pub fn go_heap_sample_types(result: &serde_json::Value) -> Vec<&str> {
     );
     types
 }
+
+/// Runs the browser script `tests/browser/<script>` with node (playwright-core from
+/// [`node_modules`]) and returns the JSON it writes to `out_dir/result.json` (a stale
+/// one is removed first, so a script that fails early cannot pass on old results).
+pub fn browser_script(
+    script: &str,
+    args: &[&std::ffi::OsStr],
+    out_dir: &Path,
+) -> serde_json::Value {
+    let result = out_dir.join("result.json");
+    let _ = std::fs::remove_file(&result);
+    run(Command::new("node")
+        .arg(repo_root().join("tests/browser").join(script))
+        .args(args)
+        .env("HEAPSNAP_NODE_MODULES", node_modules()));
+    let text = std::fs::read_to_string(&result)
+        .unwrap_or_else(|e| panic!("{script} wrote no {}: {e}", result.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not JSON: {e}", result.display()))
+}

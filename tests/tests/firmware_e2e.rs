@@ -185,21 +185,14 @@ struct Row {
 fn viewer_preloads_the_firmware_profile_and_shows_pprofs_top_rows() {
     let out = firmware_out();
     let www = e2e::www();
-    let nm = e2e::node_modules();
     let snaps = snapshots(&out);
     let pb = convert(&out, snaps.last().unwrap(), "viewer");
     let dir = target_dir().join("firmware-e2e/viewer");
-    let _ = std::fs::remove_file(dir.join("result.json"));
-    run(Command::new("node")
-        .arg(repo_root().join("tests/browser/firmware_view.mjs"))
-        .arg(&www)
-        .arg(&pb)
-        .arg(&dir)
-        .env("HEAPSNAP_NODE_MODULES", &nm));
-    let result: Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("result.json")).expect("result.json"),
-    )
-    .expect("JSON");
+    let result = e2e::browser_script(
+        "firmware_view.mjs",
+        &[www.as_os_str(), pb.as_os_str(), dir.as_os_str()],
+        &dir,
+    );
     eprintln!("screenshot: {}", dir.join("flame.png").display());
     assert_eq!(
         result["errors"],

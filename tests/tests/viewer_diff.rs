@@ -16,13 +16,13 @@
 //! graph) and `diff-top.png`.
 
 use e2e::{
-    assert_same_table, go_heap_profile_pair, go_heap_sample_types, node_modules, page_rows,
-    parse_pprof_top, pprof, repo_root, run, target_dir, www, TopRow,
+    assert_same_table, browser_script, go_heap_profile_pair, go_heap_sample_types, page_rows,
+    parse_pprof_top, pprof, target_dir, www, TopRow,
 };
 use host_cli::analysis::format_value;
 use serde_json::Value;
+use std::ffi::OsStr;
 use std::path::Path;
-use std::process::Command;
 
 /// The focus filter tried on the diff: one function that shrank, one that grew.
 const FOCUS: &str = r"main\.(leakLarge|nested)$";
@@ -63,23 +63,21 @@ fn count(v: &Value, what: &str) -> u64 {
 #[test]
 fn viewer_diff_against_a_base_equals_pprof_diff_base() {
     let www = www();
-    let nm = node_modules();
     let dir = target_dir().join("viewer-diff");
     let _ = std::fs::remove_dir_all(&dir);
     let (base, new) = go_heap_profile_pair(&dir.join("go"));
 
-    run(Command::new("node")
-        .arg(repo_root().join("tests/browser/viewer_diff.mjs"))
-        .arg(&www)
-        .arg(&base)
-        .arg(&new)
-        .arg(&dir)
-        .arg(FOCUS)
-        .env("HEAPSNAP_NODE_MODULES", &nm));
-    let result: Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("result.json")).expect("result.json"),
-    )
-    .expect("result.json is JSON");
+    let result = browser_script(
+        "viewer_diff.mjs",
+        &[
+            www.as_os_str(),
+            base.as_os_str(),
+            new.as_os_str(),
+            dir.as_os_str(),
+            OsStr::new(FOCUS),
+        ],
+        &dir,
+    );
     eprintln!("screenshots: {}/diff{{,-top}}.png", dir.display());
 
     assert_eq!(

@@ -10,16 +10,14 @@
 //! a message; nothing is skipped. Screenshots: `target/viewer-e2e/*.png`.
 
 use e2e::{
-    assert_same_table, go_heap_profile, go_heap_sample_types, node_modules, page_rows,
-    parse_pprof_top, pprof, repo_root, run, target_dir, www,
+    assert_same_table, browser_script, go_heap_profile, go_heap_sample_types, page_rows,
+    parse_pprof_top, pprof, repo_root, target_dir, www,
 };
 use serde_json::Value;
-use std::process::Command;
 
 #[test]
 fn viewer_shows_pprof_top_for_every_sample_type_of_a_go_heap_profile() {
     let www = www();
-    let nm = node_modules();
     let dir = target_dir().join("viewer-e2e");
     let _ = std::fs::remove_dir_all(&dir);
     let profile = go_heap_profile(&dir.join("go"));
@@ -29,19 +27,17 @@ fn viewer_shows_pprof_top_for_every_sample_type_of_a_go_heap_profile() {
     std::fs::write(&malformed, &bytes[..bytes.len() / 2]).expect("write");
     let source = repo_root().join("tests/go/heapalloc/main.go");
 
-    let script = repo_root().join("tests/browser/viewer_e2e.mjs");
-    run(Command::new("node")
-        .arg(&script)
-        .arg(&www)
-        .arg(&profile)
-        .arg(&malformed)
-        .arg(&source)
-        .arg(&dir)
-        .env("HEAPSNAP_NODE_MODULES", &nm));
-    let result: Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("result.json")).expect("result.json"),
-    )
-    .expect("result.json is JSON");
+    let result = browser_script(
+        "viewer_e2e.mjs",
+        &[
+            www.as_os_str(),
+            profile.as_os_str(),
+            malformed.as_os_str(),
+            source.as_os_str(),
+            dir.as_os_str(),
+        ],
+        &dir,
+    );
     eprintln!("screenshots: {}/{{flame,top,source}}.png", dir.display());
 
     assert_eq!(
