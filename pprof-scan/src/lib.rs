@@ -12,8 +12,6 @@
 
 #![forbid(unsafe_code)]
 
-use std::hash::Hasher;
-
 /// Sample groups being merged. A group is keyed by the *raw bytes* of its samples'
 /// location ids (packed varints as written), so a repeated stack is hashed and compared
 /// as a few machine words and its ids are decoded only once, when its group is made.
@@ -432,40 +430,19 @@ pub fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
     }
 }
 
-/// FxHash (rustc's hasher) with a final mix: keys are ids and stacks of ids, where
-/// SipHash would dominate the cost.
-#[derive(Default, Clone, Copy)]
-pub struct Fx(pub u64);
+/// FxHash (rustc's hasher) over the words of a merge key, with a final mix (the table
+/// picks slots from the low bits, and a multiply only carries information upwards).
+#[derive(Clone, Copy)]
+struct Fx(u64);
 
-impl Hasher for Fx {
-    fn finish(&self) -> u64 {
-        // Fold the high bits down: hashbrown picks buckets from the low bits, and a
-        // multiply only carries information upwards.
-        let x = self.0;
-        (x ^ (x >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (x >> 32)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.write_u64(u64::from_le_bytes([
-                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
-            ]));
-        }
-        for &b in chunks.remainder() {
-            self.write_u64(u64::from(b));
-        }
-    }
+impl Fx {
     fn write_u64(&mut self, i: u64) {
         self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
-    fn write_u32(&mut self, i: u32) {
-        self.write_u64(u64::from(i));
-    }
-    fn write_usize(&mut self, i: usize) {
-        self.write_u64(i as u64);
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.write_u64(u64::from(i));
+
+    fn finish(&self) -> u64 {
+        let x = self.0;
+        (x ^ (x >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (x >> 32)
     }
 }
 
