@@ -207,6 +207,21 @@ try {
   await old.waitForSelector('[data-testid=error]');
   result.noDecompressionStreamError = await old.textContent('[data-testid=error]');
   await old.close();
+
+  // A wasm trap (what a Rust panic compiles to in the release build) reaches the page
+  // as an error, not a silent freeze. A real trap: a tiny module running `unreachable`.
+  const trap = await browser.newPage({ viewport: { width: 1360, height: 860 } });
+  await trap.goto(`${server.url}/index.html`);
+  await trap.waitForFunction(() => window.__heapsnapWasm);
+  await trap.evaluate(() => {
+    const bytes = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 3, 2, 1, 0,
+      7, 5, 1, 1, 102, 0, 0, 10, 5, 1, 3, 0, 0, 11]);
+    const f = new WebAssembly.Instance(new WebAssembly.Module(bytes)).exports.f;
+    setTimeout(() => f());
+  });
+  await trap.waitForSelector('[data-testid=error]');
+  result.trapError = await trap.textContent('[data-testid=error]');
+  await trap.close();
 } finally {
   fs.writeFileSync(path.join(outDir, 'result.json'), JSON.stringify(result, null, 1));
   await browser.close();

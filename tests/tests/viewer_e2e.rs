@@ -237,6 +237,11 @@ fn viewer_shows_pprof_top_for_every_sample_type_of_a_go_heap_profile() {
         old.contains("go-heap.pb.gz: this browser cannot inflate gzip") && old.contains("gunzip"),
         "error without DecompressionStream: {old:?}"
     );
+    let trap = result["trapError"].as_str().unwrap_or_default();
+    assert!(
+        trap.contains("internal error") && trap.contains("unreachable") && trap.contains("Reload"),
+        "a wasm trap is reported in the page: {trap:?}"
+    );
     let pre = &result["preload"];
     assert_eq!(pre["view"], "flame", "?profile= opens in the flame graph");
     assert!(

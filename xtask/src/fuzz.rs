@@ -2,7 +2,6 @@
 //! for a few seconds each, from the checked-in seeds, failing on any crash.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::tools::{self, Res};
 
@@ -15,11 +14,11 @@ const SECONDS_PER_TARGET: u32 = 20;
 
 /// Every cargo-fuzz target for a short bounded time.
 pub fn fuzz_smoke() -> Res {
-    ensure_nightly()?;
+    tools::ensure_nightly("cargo fuzz", &[], &[])?;
     tools::ensure_cargo_bin("cargo-fuzz", "cargo-fuzz", CARGO_FUZZ_VERSION, true)?;
     let dir = tools::root().join("fuzz");
 
-    let list = tools::output(nightly_cargo(&dir).args(["fuzz", "list"]))?;
+    let list = tools::output(tools::nightly_cargo(&dir).args(["fuzz", "list"]))?;
     let targets: Vec<&str> = list
         .lines()
         .map(str::trim)
@@ -31,13 +30,13 @@ pub fn fuzz_smoke() -> Res {
     eprintln!("    fuzz targets: {}", targets.join(", "));
 
     // One build for all targets (release + debug assertions + AddressSanitizer).
-    tools::run(nightly_cargo(&dir).args(["fuzz", "build"]))?;
+    tools::run(tools::nightly_cargo(&dir).args(["fuzz", "build"]))?;
 
     let mut failed = Vec::new();
     for t in &targets {
         let corpus = dir.join("target/smoke-corpus").join(t);
         seed_corpus(t, &corpus)?;
-        let mut c = nightly_cargo(&dir);
+        let mut c = tools::nightly_cargo(&dir);
         c.args(["fuzz", "run", t]).arg(&corpus).arg("--").args([
             format!("-max_total_time={SECONDS_PER_TARGET}"),
             "-rss_limit_mb=2048".into(),
@@ -61,54 +60,6 @@ pub fn fuzz_smoke() -> Res {
             failed.join(", ")
         ))
     }
-}
-
-/// `cargo +nightly …` in `dir`, through the rustup proxy (the `cargo` that runs xtask is
-/// the stable binary itself and does not understand `+nightly`).
-fn nightly_cargo(dir: &Path) -> Command {
-    let mut c = Command::new("cargo");
-    c.arg("+nightly")
-        .current_dir(dir)
-        .env("PATH", tools::path_env());
-    // Inherited from the stable `cargo xtask` invocation; they would pin the stable
-    // toolchain or move the fuzz build elsewhere.
-    for v in [
-        "CARGO",
-        "RUSTUP_TOOLCHAIN",
-        "RUSTC",
-        "RUSTDOC",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_TARGET_DIR",
-    ] {
-        c.env_remove(v);
-    }
-    c
-}
-
-/// The nightly toolchain cargo-fuzz needs (sanitizers, `-Z` flags), installed when
-/// missing; a broken one is an error naming the fix.
-fn ensure_nightly() -> Res {
-    let have = tools::output(Command::new("rustup").args(["toolchain", "list"]))?;
-    if !have.lines().any(|l| l.starts_with("nightly")) {
-        tools::step("installing the nightly toolchain (for cargo fuzz)");
-        tools::run(Command::new("rustup").args([
-            "toolchain",
-            "install",
-            "nightly",
-            "--profile",
-            "minimal",
-        ]))?;
-    }
-    let v = tools::output(nightly_cargo(&tools::root()).arg("--version")).map_err(|e| {
-        format!("nightly toolchain unusable ({e}); try `rustup toolchain install nightly`")
-    })?;
-    if !v.contains("nightly") && !v.contains("-dev") {
-        return Err(format!(
-            "`cargo +nightly --version` printed `{}`, not a nightly",
-            v.trim()
-        ));
-    }
-    Ok(())
 }
 
 /// A fresh corpus: `fuzz/seeds/<target>/*`, plus the snapshot golden files for the

@@ -72,6 +72,84 @@ pub fn cargo() -> Command {
     c
 }
 
+/// `cargo +nightly …` in `dir`, through the rustup proxy (the `cargo` that runs xtask is
+/// the stable binary itself and does not understand `+nightly`).
+pub fn nightly_cargo(dir: &Path) -> Command {
+    let mut c = Command::new("cargo");
+    c.arg("+nightly").current_dir(dir).env("PATH", path_env());
+    // Inherited from the stable `cargo xtask` invocation; they would pin the stable
+    // toolchain or move the fuzz build elsewhere.
+    for v in [
+        "CARGO",
+        "RUSTUP_TOOLCHAIN",
+        "RUSTC",
+        "RUSTDOC",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET_DIR",
+    ] {
+        c.env_remove(v);
+    }
+    c
+}
+
+/// The nightly toolchain (cargo-fuzz's sanitizers, the viewer's `-Zbuild-std`),
+/// installed when missing with the given rustup `components` and `targets`; a broken
+/// one is an error naming the fix. `why` names the task in the log.
+pub fn ensure_nightly(why: &str, components: &[&str], targets: &[&str]) -> Res {
+    let have = output(Command::new("rustup").args(["toolchain", "list"]))?;
+    if !have.lines().any(|l| l.starts_with("nightly")) {
+        step(&format!("installing the nightly toolchain (for {why})"));
+        run(Command::new("rustup").args([
+            "toolchain",
+            "install",
+            "nightly",
+            "--profile",
+            "minimal",
+        ]))?;
+    }
+    let installed = |what: &str| {
+        output(Command::new("rustup").args([what, "list", "--toolchain", "nightly", "--installed"]))
+    };
+    let have = installed("component")?;
+    let missing: Vec<&str> = components
+        .iter()
+        .copied()
+        .filter(|c| !have.lines().any(|l| l.starts_with(c)))
+        .collect();
+    if !missing.is_empty() {
+        step(&format!(
+            "installing nightly components {missing:?} (for {why})"
+        ));
+        run(Command::new("rustup")
+            .args(["component", "add", "--toolchain", "nightly"])
+            .args(&missing))?;
+    }
+    let have = installed("target")?;
+    let missing: Vec<&str> = targets
+        .iter()
+        .copied()
+        .filter(|t| !have.lines().any(|l| l.trim() == *t))
+        .collect();
+    if !missing.is_empty() {
+        step(&format!(
+            "installing nightly targets {missing:?} (for {why})"
+        ));
+        run(Command::new("rustup")
+            .args(["target", "add", "--toolchain", "nightly"])
+            .args(&missing))?;
+    }
+    let v = output(nightly_cargo(&root()).arg("--version")).map_err(|e| {
+        format!("nightly toolchain unusable ({e}); try `rustup toolchain install nightly`")
+    })?;
+    if !v.contains("nightly") && !v.contains("-dev") {
+        return Err(format!(
+            "`cargo +nightly --version` printed `{}`, not a nightly",
+            v.trim()
+        ));
+    }
+    Ok(())
+}
+
 /// Is `bin` on PATH (or `.tools/bin`)? Returns its path.
 pub fn which(bin: &str) -> Option<PathBuf> {
     let mut dirs: Vec<PathBuf> = vec![
