@@ -38,7 +38,7 @@ pub enum ProfileError {
 #[non_exhaustive]
 pub enum Invalid {
     /// `string_table[0]` must be the empty string.
-    #[error("string_table[0] must be \"\" but is {0:?}")]
+    #[error("string_table[0] must be \"\" but is \"{}\"", .0.escape_default())]
     StringTableStart(String),
     /// The profile has content but no string table at all.
     #[error("the string table is missing (it must at least hold \"\" at index 0)")]

@@ -160,21 +160,30 @@ fn add(b: &mut Builder, p: &Profile) {
 }
 
 fn compatible(a: &Profile, b: &Profile) -> Result<(), ProfileError> {
-    let vt = |p: &Profile, t: Option<&super::ValueType>| {
-        t.map(|t| (p.str(t.r#type).to_owned(), p.str(t.unit).to_owned()))
+    // Spelled out rather than `{:?}`: the viewer's release build compiles `Debug` out.
+    let types = |t: &[(&str, &str)]| -> String {
+        let list: Vec<String> = t.iter().map(|(ty, unit)| format!("{ty}/{unit}")).collect();
+        format!("[{}]", list.join(", "))
     };
-    if vt(a, a.period_type.as_ref()) != vt(b, b.period_type.as_ref()) {
+    fn period(p: &Profile) -> Option<(&str, &str)> {
+        let t = p.period_type.as_ref()?;
+        Some((p.str(t.r#type), p.str(t.unit)))
+    }
+    let (pa, pb) = (period(a), period(b));
+    if pa != pb {
+        let show = |t: Option<(&str, &str)>| t.map_or("none".to_owned(), |t| types(&[t]));
         return Err(ProfileError::Incompatible(format!(
-            "period types differ: {:?} vs {:?}",
-            vt(a, a.period_type.as_ref()),
-            vt(b, b.period_type.as_ref())
+            "period types differ: {} vs {}",
+            show(pa),
+            show(pb)
         )));
     }
-    if a.sample_types() != b.sample_types() {
+    let (sa, sb) = (a.sample_types(), b.sample_types());
+    if sa != sb {
         return Err(ProfileError::Incompatible(format!(
-            "sample types differ: {:?} vs {:?}",
-            a.sample_types(),
-            b.sample_types()
+            "sample types differ: {} vs {}",
+            types(&sa),
+            types(&sb)
         )));
     }
     Ok(())

@@ -78,7 +78,12 @@ impl Profile {
         names
             .iter()
             .position(|&t| t == name || t == no_inuse)
-            .ok_or_else(|| format!("sample index {name:?} must be one of: {}", names.join(", ")))
+            .ok_or_else(|| {
+                format!(
+                    "sample index \"{name}\" must be one of: {}",
+                    names.join(", ")
+                )
+            })
     }
 
     /// The comments (pprof `comment` strings), in order.
