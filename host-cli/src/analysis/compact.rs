@@ -84,7 +84,10 @@ pub struct CompactDecoder {
     pairs: Vec<(i64, i64)>,
     /// Distinct sets of string labels `(key, str)`; id 0 is "none".
     label_sets: Vec<Vec<(i64, i64)>>,
-    label_ids: FxMap<Vec<(i64, i64)>, u32>,
+    /// Each set spelled as words, for lookup (the same map type as the profile
+    /// builder's keys: one copy of the map code in the wasm).
+    label_ids: FxMap<Vec<u64>, u64>,
+    label_key: Vec<u64>,
     /// Largest string index a label refers to (checked against the table at the end).
     max_label_str: i64,
     failed: bool,
@@ -171,13 +174,19 @@ impl CompactDecoder {
         self.max_label_str = self.max_label_str.max(max_str);
         let set = if self.pairs.is_empty() {
             0
-        } else if let Some(&id) = self.label_ids.get(&self.pairs) {
-            id
         } else {
-            let id = self.label_sets.len() as u32;
-            self.label_sets.push(self.pairs.clone());
-            self.label_ids.insert(self.pairs.clone(), id);
-            id
+            self.label_key.clear();
+            for &(k, s) in &self.pairs {
+                self.label_key.extend([k as u64, s as u64]);
+            }
+            if let Some(&id) = self.label_ids.get(self.label_key.as_slice()) {
+                id as u32
+            } else {
+                let id = self.label_sets.len() as u32;
+                self.label_sets.push(self.pairs.clone());
+                self.label_ids.insert(self.label_key.clone(), u64::from(id));
+                id
+            }
         };
         let locs = locs.unwrap_or(&self.scratch);
         self.groups.add(locs, &self.vals, set).is_some()

@@ -1,7 +1,7 @@
 //! The index every analysis runs over: locations expanded once into frames with
 //! function-level node ids, so top, flame and source are single passes over samples.
 
-use crate::profile::{Profile, DIFF_BASE_LABEL};
+use crate::profile::{IdIndex, Profile, DIFF_BASE_LABEL};
 use std::rc::Rc;
 
 /// A hash map with FxHash: keys here are ids and packed ids, SipHash would dominate.
@@ -50,28 +50,25 @@ impl<'p> Index<'p> {
     /// skipped rather than trusted.
     pub fn new(profile: &'p Profile) -> Self {
         let mut names = Vec::new();
-        let mut name_ids: FxMap<String, u32> = FxMap::default();
+        // u64 values: the same map type as the profile builder's strings (one copy of
+        // the map code in the wasm).
+        let mut name_ids: FxMap<String, u64> = FxMap::default();
         // Allocates only for a name not seen before.
         let mut intern = |s: &str| -> u32 {
             if let Some(&i) = name_ids.get(s) {
-                return i;
+                return i as u32;
             }
             let i = names.len() as u32;
             names.push(s.to_owned());
-            name_ids.insert(s.to_owned(), i);
+            name_ids.insert(s.to_owned(), u64::from(i));
             i
         };
-        let func_pos: FxMap<u64, u32> = profile
-            .function
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.id, i as u32))
-            .collect();
+        let func_pos = positions(profile.function.iter().map(|f| f.id).collect());
         let map_pos = mapping_positions(profile);
         let map_file = |id: u64| {
             map_pos
-                .get(&id)
-                .map_or("", |&i| profile.str(profile.mapping[i as usize].filename))
+                .get(id)
+                .map_or("", |i| profile.str(profile.mapping[i as usize].filename))
         };
         let mut frames = Vec::new();
         let mut loc_frames = Vec::with_capacity(profile.location.len());
@@ -88,7 +85,7 @@ impl<'p> Index<'p> {
             }
             let n = loc.line.len();
             for (i, line) in loc.line.iter().enumerate() {
-                let func = func_pos.get(&line.function_id).copied();
+                let func = func_pos.get(line.function_id);
                 let name = func
                     .map(|f| profile.str(profile.function[f as usize].name))
                     .filter(|s| !s.is_empty());
@@ -104,7 +101,7 @@ impl<'p> Index<'p> {
             }
             loc_frames.push((start, frames.len() as u32 - start));
         }
-        let loc_pos = LocPos::new(profile);
+        let loc_pos = positions(profile.location.iter().map(|l| l.id).collect());
         let mut stack_locs = Vec::new();
         let mut stack_ranges = Vec::with_capacity(profile.sample.len());
         let (bk, bv) = (
@@ -227,8 +224,8 @@ impl<'p> Index<'p> {
         let map_pos = mapping_positions(self.profile);
         let map_file = |id: u64| {
             map_pos
-                .get(&id)
-                .map(|&i| self.profile.mapping[i as usize].filename)
+                .get(id)
+                .map(|i| self.profile.mapping[i as usize].filename)
         };
         // A pattern with its answer per string-table index (0 not asked, 1 no, 2 yes):
         // names and files repeat across locations, and asking can be a call into the
@@ -298,48 +295,6 @@ fn unnamed(objfile: &str) -> String {
 
 fn find_str(p: &Profile, s: &str) -> Option<i64> {
     p.string_table.iter().position(|x| x == s).map(|i| i as i64)
-}
-
-/// Location id → index: a direct table when ids are dense (they are in every producer
-/// we know), a hash map otherwise.
-enum LocPos {
-    Dense(Vec<u32>),
-    Sparse(FxMap<u64, u32>),
-}
-
-impl LocPos {
-    fn new(p: &Profile) -> Self {
-        let max = p.location.iter().map(|l| l.id).max().unwrap_or(0);
-        if max <= 4 * p.location.len() as u64 + 16 {
-            let mut t = vec![u32::MAX; max as usize + 1];
-            for (i, l) in p.location.iter().enumerate() {
-                t[l.id as usize] = i as u32;
-            }
-            LocPos::Dense(t)
-        } else {
-            LocPos::Sparse(
-                p.location
-                    .iter()
-                    .enumerate()
-                    .map(|(i, l)| (l.id, i as u32))
-                    .collect(),
-            )
-        }
-    }
-
-    /// Appends the positions of `ids` (unknown ids skipped). Not inlined: called per
-    /// sample, so V8 optimizes it mid-profile (see the decoder's `Groups::add`).
-    #[inline(never)]
-    fn extend(&self, out: &mut Vec<u32>, ids: &[u64]) {
-        out.extend(ids.iter().filter_map(|&id| self.get(id)));
-    }
-
-    fn get(&self, id: u64) -> Option<u32> {
-        match self {
-            LocPos::Dense(t) => t.get(id as usize).copied().filter(|&i| i != u32::MAX),
-            LocPos::Sparse(m) => m.get(&id).copied(),
-        }
-    }
 }
 
 /// A compiled focus or ignore expression: any `&str` predicate. The CLI compiles with
@@ -435,18 +390,19 @@ impl Filter {
     }
 }
 
+/// Id → position for analysis: problems are validation's business (an unvalidated
+/// profile's unknown ids are skipped, repeated ones resolve to the first).
+fn positions(ids: Vec<u64>) -> IdIndex {
+    IdIndex::new(&ids).0
+}
+
 /// Mapping id → its position in `profile.mapping` (for file names of unsymbolized frames).
-fn mapping_positions(profile: &Profile) -> FxMap<u64, u32> {
-    profile
-        .mapping
-        .iter()
-        .enumerate()
-        .map(|(i, m)| (m.id, i as u32))
-        .collect()
+fn mapping_positions(profile: &Profile) -> IdIndex {
+    positions(profile.mapping.iter().map(|m| m.id).collect())
 }
 
 /// Appends a sample's frames root first (its locations are leaf first, each location's
-/// frames innermost first). Not inlined: see [`LocPos::extend`].
+/// frames innermost first). Not inlined: see [`IdIndex::extend`].
 #[inline(never)]
 fn push_frames(out: &mut Vec<u32>, locs: &[u32], loc_frames: &[(u32, u32)]) {
     for &l in locs.iter().rev() {

@@ -71,7 +71,9 @@ impl Index<'_> {
         // Per edge into an inlinable function: (all occurrences inline, weight). pprof
         // drops edges lighter than `-edgefraction` (0.001 of the total) before it labels,
         // so a rare call path does not turn `(inline)` into `(partial-inline)` or back.
-        let mut edges: FxMap<u64, (bool, i64)> = FxMap::default();
+        // Edge key → index into `edge_data` (u64 → u64: one map type in the wasm).
+        let mut edges: FxMap<u64, u64> = FxMap::default();
+        let mut edge_data: Vec<(u64, bool, i64)> = Vec::new();
         let mut sample_edges: Vec<u64> = Vec::new();
         let mut called = vec![false; n];
         let kept = self.kept(filter);
@@ -93,12 +95,16 @@ impl Index<'_> {
                 if let Some(p) = parent.filter(|&p| p != node) {
                     if can_inline[node as usize] {
                         let key = u64::from(p) << 32 | u64::from(node);
-                        let e = edges.entry(key).or_insert((true, 0));
-                        e.0 &= f.inlined;
+                        let at = *edges.entry(key).or_insert_with(|| {
+                            edge_data.push((key, true, 0));
+                            edge_data.len() as u64 - 1
+                        });
+                        let e = &mut edge_data[at as usize];
+                        e.1 &= f.inlined;
                         // Weight once per sample, as pprof (recursion repeats edges).
                         if !sample_edges.contains(&key) {
                             sample_edges.push(key);
-                            e.1 = e.1.wrapping_add(v);
+                            e.2 = e.2.wrapping_add(v);
                         }
                     } else {
                         called[node as usize] = true;
@@ -113,7 +119,7 @@ impl Index<'_> {
         let total = self.total(sample_index);
         let edge_cutoff = ((total as f64 * EDGE_FRACTION) as i64).wrapping_abs();
         let mut inline_in: Vec<(bool, bool)> = called.iter().map(|&c| (false, c)).collect();
-        for (&key, &(inl, weight)) in &edges {
+        for &(key, inl, weight) in &edge_data {
             if weight.wrapping_abs() < edge_cutoff {
                 continue;
             }

@@ -100,41 +100,51 @@ pub fn merge(srcs: &[&Profile]) -> Result<Profile, ProfileError> {
 
 /// Adds every non-zero sample of `p` (with what it refers to) to the builder.
 fn add(b: &mut Builder, p: &Profile) {
-    // Fx, as the builder's maps: the same map types share their code in the wasm.
-    use rustc_hash::FxHashMap as HashMap;
-    let mut mappings: HashMap<u64, (u64, i64)> = HashMap::default();
+    // New ids by position in `p`'s tables, looked up through the same id index the
+    // validation and analysis use.
+    let positions = |ids: Vec<u64>| super::IdIndex::new(&ids).0;
+    let new_id =
+        |index: &super::IdIndex, ids: &[u64], id: u64| index.get(id).map_or(0, |i| ids[i as usize]);
+    let mapping_pos = positions(p.mapping.iter().map(|m| m.id).collect());
+    let mut mappings = Vec::with_capacity(p.mapping.len());
+    let mut offsets = Vec::with_capacity(p.mapping.len());
     for m in &p.mapping {
         let (id, start) = b.mapping(m, p.str(m.filename), p.str(m.build_id));
-        mappings.insert(m.id, (id, start.wrapping_sub(m.memory_start) as i64));
+        mappings.push(id);
+        offsets.push(start.wrapping_sub(m.memory_start));
     }
-    let mut functions: HashMap<u64, u64> = HashMap::default();
-    for f in &p.function {
-        let id = b.function(
-            p.str(f.name),
-            p.str(f.system_name),
-            p.str(f.filename),
-            f.start_line,
-        );
-        functions.insert(f.id, id);
-    }
-    let mut locations: HashMap<u64, u64> = HashMap::default();
+    let function_pos = positions(p.function.iter().map(|f| f.id).collect());
+    let functions: Vec<u64> = p
+        .function
+        .iter()
+        .map(|f| {
+            b.function(
+                p.str(f.name),
+                p.str(f.system_name),
+                p.str(f.filename),
+                f.start_line,
+            )
+        })
+        .collect();
+    let location_pos = positions(p.location.iter().map(|l| l.id).collect());
+    let mut locations = Vec::with_capacity(p.location.len());
     for l in &p.location {
-        let (mapping, offset) = mappings.get(&l.mapping_id).copied().unwrap_or((0, 0));
         let lines = l
             .line
             .iter()
             .map(|ln| Line {
-                function_id: functions.get(&ln.function_id).copied().unwrap_or(0),
+                function_id: new_id(&function_pos, &functions, ln.function_id),
                 ..*ln
             })
             .collect();
+        let offset = new_id(&mapping_pos, &offsets, l.mapping_id);
         let id = b.location(
-            mapping,
-            l.address.wrapping_add(offset as u64),
+            new_id(&mapping_pos, &mappings, l.mapping_id),
+            l.address.wrapping_add(offset),
             lines,
             l.is_folded,
         );
-        locations.insert(l.id, id);
+        locations.push(id);
     }
     for s in &p.sample {
         if s.value.iter().all(|&v| v == 0) {
@@ -143,7 +153,7 @@ fn add(b: &mut Builder, p: &Profile) {
         let locs = s
             .location_id
             .iter()
-            .map(|id| locations.get(id).copied().unwrap_or(0))
+            .map(|&id| new_id(&location_pos, &locations, id))
             .collect();
         let labels = s
             .label

@@ -5,6 +5,7 @@
 mod builder;
 mod codec;
 mod error;
+mod ids;
 mod merge;
 pub mod proto;
 mod validate;
@@ -14,6 +15,7 @@ pub use builder::Builder;
 pub use codec::encode;
 pub use codec::{decode, decode_with_limit, inflate, is_gzip, DEFAULT_MAX_INFLATED};
 pub use error::{Invalid, ProfileError};
+pub(crate) use ids::{IdIndex, IdProblem};
 pub use merge::{diff, merge, DIFF_BASE_LABEL};
 pub use proto::*;
 

@@ -1,8 +1,7 @@
 //! The one validation of a profile (pprof's `CheckValid`), run by the decoder and before
 //! writing, so operations can index ids and strings without re-checking.
 
-use super::{Invalid, Profile};
-use rustc_hash::FxHashSet;
+use super::{IdIndex, IdProblem, Invalid, Profile};
 
 impl Profile {
     /// Checks the invariants pprof's `CheckValid` and decoder check: one value per
@@ -27,15 +26,16 @@ impl Profile {
         let mappings = ids("mapping", self.mapping.iter().map(|m| m.id))?;
         let functions = ids("function", self.function.iter().map(|f| f.id))?;
         let locations = ids("location", self.location.iter().map(|l| l.id))?;
+        let (mappings, functions) = (&mappings, &functions);
         for l in &self.location {
-            if l.mapping_id != 0 && !mappings.contains(&l.mapping_id) {
+            if l.mapping_id != 0 && mappings.get(l.mapping_id).is_none() {
                 return Err(Invalid::DanglingMapping {
                     location: l.id,
                     mapping: l.mapping_id,
                 });
             }
             for line in &l.line {
-                if !functions.contains(&line.function_id) {
+                if functions.get(line.function_id).is_none() {
                     return Err(Invalid::DanglingFunction {
                         location: l.id,
                         function: line.function_id,
@@ -127,56 +127,12 @@ impl Profile {
     }
 }
 
-/// The ids of one table, checked unique and non-zero. Dense ids (the usual 1..=n) are
-/// a bit table, others a hash set: this runs on every profile the viewer opens, with a
-/// lookup per sample frame (SipHash was ~130 ms of a 50k-stack file in the browser).
-enum IdSet {
-    Dense(Vec<bool>),
-    Sparse(FxHashSet<u64>),
-}
-
-impl IdSet {
-    fn contains(&self, id: &u64) -> bool {
-        match self {
-            IdSet::Dense(t) => {
-                usize::try_from(*id).ok().and_then(|i| t.get(i)).copied() == Some(true)
-            }
-            IdSet::Sparse(s) => s.contains(id),
-        }
+/// The ids of one table, checked non-zero and unique.
+fn ids(kind: &'static str, it: impl Iterator<Item = u64>) -> Result<IdIndex, Invalid> {
+    let ids: Vec<u64> = it.collect();
+    match IdIndex::new(&ids) {
+        (index, None) => Ok(index),
+        (_, Some(IdProblem::Zero(index))) => Err(Invalid::ZeroId { kind, index }),
+        (_, Some(IdProblem::Duplicate(id))) => Err(Invalid::DuplicateId { kind, id }),
     }
-
-    /// The first of `ids` not in the set. Not inlined: called per sample, so V8
-    /// optimizes it mid-profile (see the compact decoder's `Groups::add`).
-    #[inline(never)]
-    fn first_missing(&self, ids: &[u64]) -> Option<u64> {
-        ids.iter().copied().find(|id| !self.contains(id))
-    }
-}
-
-fn ids(kind: &'static str, it: impl Iterator<Item = u64> + Clone) -> Result<IdSet, Invalid> {
-    let (n, max) = it
-        .clone()
-        .fold((0u64, 0u64), |(n, m), id| (n + 1, m.max(id)));
-    if max <= 4 * n + 16 {
-        let mut t = vec![false; max as usize + 1];
-        for (index, id) in it.enumerate() {
-            if id == 0 {
-                return Err(Invalid::ZeroId { kind, index });
-            }
-            if std::mem::replace(&mut t[id as usize], true) {
-                return Err(Invalid::DuplicateId { kind, id });
-            }
-        }
-        return Ok(IdSet::Dense(t));
-    }
-    let mut set = FxHashSet::with_capacity_and_hasher(n as usize, Default::default());
-    for (index, id) in it.enumerate() {
-        if id == 0 {
-            return Err(Invalid::ZeroId { kind, index });
-        }
-        if !set.insert(id) {
-            return Err(Invalid::DuplicateId { kind, id });
-        }
-    }
-    Ok(IdSet::Sparse(set))
 }
