@@ -205,7 +205,7 @@ fn js_error(e: wasm_bindgen::JsValue) -> String {
 /// invalid, a gzip the browser rejects) is read again whole and decoded by
 /// `decode_compact`, which says what is wrong and where.
 async fn decode_blob(blob: &web_sys::Blob) -> Result<Result<Profile, ProfileError>, ReadError> {
-    if let Ok(Some(p)) = stream_decode(blob).await {
+    if let Some(p) = stream_decode(blob).await {
         return Ok(Ok(p));
     }
     // Marked so that tests can tell a good file never takes this slow path.
@@ -213,56 +213,91 @@ async fn decode_blob(blob: &web_sys::Blob) -> Result<Result<Profile, ProfileErro
     Ok(decode_compact(&read_blob(blob).await?))
 }
 
-/// `Ok(None)` or `Err`: not decodable this way (see [`decode_blob`]).
-async fn stream_decode(blob: &web_sys::Blob) -> Result<Option<Profile>, wasm_bindgen::JsValue> {
-    let head = JsFuture::from(blob.slice_with_i32_and_i32(0, 2)?.array_buffer()).await?;
-    let stream = if !profile::is_gzip(&Uint8Array::new(&head).to_vec()) {
-        blob.stream()
-    } else if let Ok(s) = inflate_in_worker(blob) {
-        s
-    } else {
-        // No worker (e.g. a page opened from file://): inflate on this thread.
-        let ds = DecompressionStream::new("gzip")?;
-        blob.stream()
-            .pipe_through(&web_sys::ReadableWritablePair::new(
-                &ds.readable(),
-                &ds.writable(),
-            ))
-    };
-    let reader: web_sys::ReadableStreamDefaultReader = stream.get_reader().dyn_into()?;
+/// `None`: not decodable this way (see [`decode_blob`]).
+async fn stream_decode(blob: &web_sys::Blob) -> Option<Profile> {
+    let (stream, _) = open(blob, true).await.ok()?;
     let mut decoder = CompactDecoder::new();
-    let (mut piece, mut total) = (Vec::new(), 0usize);
-    loop {
-        let chunk = JsFuture::from(reader.read()).await?;
-        if js_sys::Reflect::get(&chunk, &"done".into())?.is_truthy() {
-            break;
-        }
-        let value: Uint8Array = js_sys::Reflect::get(&chunk, &"value".into())?.dyn_into()?;
-        total += value.length() as usize;
-        piece.resize(value.length() as usize, 0);
-        value.copy_to(&mut piece);
-        // Past the cap (a gzip bomb) or undecodable here: the whole-file decoder
-        // reports it.
-        if total > profile::DEFAULT_MAX_INFLATED || !decoder.feed(&piece) {
-            let _ = reader.cancel();
-            return Ok(None);
-        }
+    let mut total = 0usize;
+    // Past the cap (a gzip bomb) or undecodable here: the whole-file decoder reports it.
+    let ended = pump(stream, &mut |piece| {
+        total += piece.len();
+        total <= profile::DEFAULT_MAX_INFLATED && decoder.feed(piece)
+    })
+    .await
+    .ok()?;
+    if !ended || total == 0 {
+        return None;
     }
-    Ok(if total == 0 { None } else { decoder.finish() })
+    decoder.finish()
 }
 
-/// The bytes of a file or response; a gzip stream comes back inflated by the
-/// browser's own `DecompressionStream` (there is no inflater in the wasm bundle),
-/// capped like the native decoder.
+/// The bytes of a file or response, inflated if gzipped (by the browser: there is no
+/// inflater in the wasm bundle), capped like the native decoder.
 async fn read_blob(blob: &web_sys::Blob) -> Result<Vec<u8>, ReadError> {
+    let (stream, gzipped) = open(blob, false).await?;
+    let mut out = Vec::new();
+    let ended = pump(stream, &mut |piece| {
+        out.extend_from_slice(piece);
+        out.len() <= profile::DEFAULT_MAX_INFLATED
+    })
+    .await
+    .map_err(|e| match gzipped {
+        true => ReadError::Profile(ProfileError::Gzip(js_error(e))),
+        false => ReadError::Io(js_error(e)),
+    })?;
+    if !ended {
+        return Err(ReadError::Profile(ProfileError::TooLarge {
+            limit: profile::DEFAULT_MAX_INFLATED,
+        }));
+    }
+    Ok(out)
+}
+
+/// The file's bytes as a stream, and whether it is gzip (then the stream is the
+/// inflated bytes: from the inflate worker if `worker` and one can be made, else
+/// inflated on this thread).
+async fn open(
+    blob: &web_sys::Blob,
+    worker: bool,
+) -> Result<(web_sys::ReadableStream, bool), ReadError> {
     let io = |e| ReadError::Io(js_error(e));
     let head = blob.slice_with_i32_and_i32(0, 2).map_err(io)?;
     let head = JsFuture::from(head.array_buffer()).await.map_err(io)?;
-    if profile::is_gzip(&Uint8Array::new(&head).to_vec()) {
-        return inflate(blob).await;
+    if !profile::is_gzip(&Uint8Array::new(&head).to_vec()) {
+        return Ok((blob.stream(), false));
     }
-    let buf = JsFuture::from(blob.array_buffer()).await.map_err(io)?;
-    Ok(Uint8Array::new(&buf).to_vec())
+    if worker {
+        if let Ok(s) = inflate_in_worker(blob) {
+            return Ok((s, true));
+        }
+    }
+    // No worker (e.g. a page opened from file://): inflate on this thread.
+    let ds = DecompressionStream::new("gzip").map_err(|_| ReadError::NoInflater)?;
+    let pair = web_sys::ReadableWritablePair::new(&ds.readable(), &ds.writable());
+    Ok((blob.stream().pipe_through(&pair), true))
+}
+
+/// Hands the stream's pieces to `sink` as they arrive: `Ok(true)` at its end,
+/// `Ok(false)` (and the stream cancelled) as soon as `sink` says stop.
+async fn pump(
+    stream: web_sys::ReadableStream,
+    sink: &mut dyn FnMut(&[u8]) -> bool,
+) -> Result<bool, wasm_bindgen::JsValue> {
+    let reader: web_sys::ReadableStreamDefaultReader = stream.get_reader().dyn_into()?;
+    let mut piece = Vec::new();
+    loop {
+        let chunk = JsFuture::from(reader.read()).await?;
+        if js_sys::Reflect::get(&chunk, &"done".into())?.is_truthy() {
+            return Ok(true);
+        }
+        let value: Uint8Array = js_sys::Reflect::get(&chunk, &"value".into())?.dyn_into()?;
+        piece.resize(value.length() as usize, 0);
+        value.copy_to(&mut piece);
+        if !sink(&piece) {
+            let _ = reader.cancel();
+            return Ok(false);
+        }
+    }
 }
 
 // The inflated bytes of a gzipped Blob, as a stream fed by www/inflate-worker.js (the
@@ -308,42 +343,6 @@ extern "C" {
     fn readable(this: &DecompressionStream) -> web_sys::ReadableStream;
     #[wasm_bindgen(method, getter)]
     fn writable(this: &DecompressionStream) -> web_sys::WritableStream;
-}
-
-/// Inflates a gzip blob with the browser's `DecompressionStream`, whole (the slow
-/// path: only for files the streaming decoder gave up on, to say what is wrong).
-async fn inflate(blob: &web_sys::Blob) -> Result<Vec<u8>, ReadError> {
-    let gzip = |e| ReadError::Profile(ProfileError::Gzip(js_error(e)));
-    let ds = DecompressionStream::new("gzip").map_err(|_| ReadError::NoInflater)?;
-    let pair = web_sys::ReadableWritablePair::new(&ds.readable(), &ds.writable());
-    let reader: web_sys::ReadableStreamDefaultReader = blob
-        .stream()
-        .pipe_through(&pair)
-        .get_reader()
-        .dyn_into()
-        .map_err(|o| gzip(o.into()))?;
-    let mut out: Vec<u8> = Vec::new();
-    loop {
-        let chunk = JsFuture::from(reader.read()).await.map_err(gzip)?;
-        let done = js_sys::Reflect::get(&chunk, &"done".into()).map_err(gzip)?;
-        if done.is_truthy() {
-            return Ok(out);
-        }
-        let value: Uint8Array = js_sys::Reflect::get(&chunk, &"value".into())
-            .map_err(gzip)?
-            .dyn_into()
-            .map_err(gzip)?;
-        let n = value.length() as usize;
-        if out.len() + n > profile::DEFAULT_MAX_INFLATED {
-            let _ = reader.cancel();
-            return Err(ReadError::Profile(ProfileError::TooLarge {
-                limit: profile::DEFAULT_MAX_INFLATED,
-            }));
-        }
-        let at = out.len();
-        out.resize(at + n, 0);
-        value.copy_to(&mut out[at..]);
-    }
 }
 
 async fn fetch(url: &str) -> Result<web_sys::Blob, String> {
