@@ -103,13 +103,15 @@ pub fn app() -> Html {
         let d = state.dispatcher();
         let active = state.view == v;
         html! {
-            <button role="tab" aria-selected={active.to_string()} class={classes!("tab", active.then_some("active"))}
+            <button role="tab" aria-selected={active.to_string()} class={if active { "tab active" } else { "tab" }}
                 data-view={v.as_str()} onclick={Callback::from(move |_| d.dispatch(Action::View(v)))}>{label}</button>
         }
     };
     let derived = state.derived.clone();
     let toolbar_controls = derived.as_ref().map(|d| {
         let current = d.sample_types.get(d.sample_index).map(|t| t.0.clone()).unwrap_or_default();
+        // Plain strings, not yew's `classes!` (its set type costs kilobytes of wasm).
+        let field_class = if d.filter_error.is_some() { "field bad" } else { "field" };
         html! {
             <>
                 <label class="field">
@@ -120,12 +122,12 @@ pub fn app() -> Html {
                         }) }
                     </select>
                 </label>
-                <label class={classes!("field", d.filter_error.is_some().then_some("bad"))}>
+                <label class={field_class}>
                     <span>{"focus"}</span>
                     <input type="text" data-testid="focus" placeholder="regex" spellcheck="false"
                         value={state.focus.clone()} onchange={text_change(Action::Focus)} />
                 </label>
-                <label class={classes!("field", d.filter_error.is_some().then_some("bad"))}>
+                <label class={field_class}>
                     <span>{"ignore"}</span>
                     <input type="text" data-testid="ignore" placeholder="regex" spellcheck="false"
                         value={state.ignore.clone()} onchange={text_change(Action::Ignore)} />
@@ -221,7 +223,7 @@ pub fn app() -> Html {
         },
     };
     html! {
-        <div class={classes!("app", dragging.then_some("dragging"))} {ondragover} {ondragleave} {ondrop}>
+        <div class={if *dragging { "app dragging" } else { "app" }} {ondragover} {ondragleave} {ondrop}>
             <header class="bar">
                 <div class="brand"><span class="logo">{"▦"}</span>{"heapsnap"}</div>
                 <label class="btn primary">

@@ -173,7 +173,7 @@ pub fn flame_graph(p: &Props) -> Html {
             html! {
                 <>
                     if k > 0 { <span class="sep">{"›"}</span> }
-                    <button class={classes!("crumb", current.then_some("current"))} disabled={current}
+                    <button class={if current { "crumb current" } else { "crumb" }} disabled={current}
                         onclick={Callback::from(move |_| on_zoom.emit(target.clone()))}>{label}</button>
                 </>
             }

@@ -71,7 +71,7 @@ fn row(line: i64, flat: i64, cum: i64, code: Option<&str>, unit: &str, max: i64)
     let heat = (cum.abs() as f64 / max as f64 * 100.0).round() as i64;
     let hot = flat != 0 || cum != 0;
     html! {
-        <tr class={classes!(hot.then_some("hot"))} data-line={line.to_string()}
+        <tr class={hot.then_some("hot")} data-line={line.to_string()}
             style={hot.then(|| format!("--heat:{heat}%"))}>
             <td class="ln">{line}</td>
             <td class="num" data-value={flat.to_string()}>{if flat != 0 { format_value(flat, unit) } else { String::new() }}</td>

@@ -67,7 +67,7 @@ pub fn top_table(p: &Props) -> Html {
             ""
         };
         html! {
-            <th class={classes!(class, "sortable")} onclick={Callback::from(move |_| on_sort.emit(c))}
+            <th class={class} onclick={Callback::from(move |_| on_sort.emit(c))}
                 aria-sort={if col == c { if desc { "descending" } else { "ascending" } } else { "none" }}>
                 {label}{arrow}
             </th>
@@ -75,11 +75,11 @@ pub fn top_table(p: &Props) -> Html {
     };
     let sign = |v: i64| {
         if !diff || v == 0 {
-            ""
+            "num"
         } else if v > 0 {
-            "grew"
+            "num grew"
         } else {
-            "shrank"
+            "num shrank"
         }
     };
     let body = rows.iter().map(|r| {
@@ -94,11 +94,11 @@ pub fn top_table(p: &Props) -> Html {
         });
         let selected = p.state.func == r.name;
         html! {
-            <tr data-testid="top-row" data-name={r.name.clone()} class={classes!(selected.then_some("selected"))} {onclick}>
-                <td class={classes!("num", sign(r.flat))} data-value={r.flat.to_string()}>{format_value(r.flat, unit)}</td>
+            <tr data-testid="top-row" data-name={r.name.clone()} class={selected.then_some("selected")} {onclick}>
+                <td class={sign(r.flat)} data-value={r.flat.to_string()}>{format_value(r.flat, unit)}</td>
                 <td class="num pct" data-value={raw(r.flat_pct)}>{format_percent(r.flat_pct)}</td>
                 <td class="num pct" data-value={raw(r.sum_pct)}>{format_percent(r.sum_pct)}</td>
-                <td class={classes!("num", sign(r.cum))} data-value={r.cum.to_string()}>{format_value(r.cum, unit)}</td>
+                <td class={sign(r.cum)} data-value={r.cum.to_string()}>{format_value(r.cum, unit)}</td>
                 <td class="num pct" data-value={raw(r.cum_pct)}>{format_percent(r.cum_pct)}</td>
                 <td class="fn">
                     <span class="fn-name">{&r.name}</span>
@@ -124,12 +124,12 @@ pub fn top_table(p: &Props) -> Html {
         <section class="top">
             <table data-testid="top-table">
                 <thead><tr>
-                    {head("flat", SortCol::Flat, "num")}
-                    {head("flat%", SortCol::Flat, "num")}
+                    {head("flat", SortCol::Flat, "num sortable")}
+                    {head("flat%", SortCol::Flat, "num sortable")}
                     <th class="num">{"sum%"}</th>
-                    {head("cum", SortCol::Cum, "num")}
-                    {head("cum%", SortCol::Cum, "num")}
-                    {head("name", SortCol::Name, "fn")}
+                    {head("cum", SortCol::Cum, "num sortable")}
+                    {head("cum%", SortCol::Cum, "num sortable")}
+                    {head("name", SortCol::Name, "fn sortable")}
                 </tr></thead>
                 <tbody>{ for body }</tbody>
             </table>
