@@ -53,6 +53,7 @@ pub fn run(args: &[String]) -> Res {
     );
     go("viewer bundle (release, wasm-opt)", &|| {
         crate::viewer::build(true)
+            .and_then(|www| crate::viewer::check_budget(&www.join("pkg")))
             .and_then(|_| crate::viewer::ensure_browser_tools())
             .map(|_| ())
     });
