@@ -21,8 +21,9 @@ mod tests;
 pub use source::match_source;
 pub use state::{regex_escape, View};
 
-/// Talc instead of the default dlmalloc: smaller in the bundle, and faster at the
-/// decoder's many small allocations (measured with `cargo xtask bench-viewer`).
+/// Talc instead of the default dlmalloc: 3.8 KiB (1.6 KiB gzipped) smaller in the
+/// bundle, with load times and peak memory the same within noise in
+/// `cargo xtask bench-viewer`.
 #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
 #[global_allocator]
 static ALLOC: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
