@@ -107,37 +107,8 @@ pub fn ensure_nightly(why: &str, components: &[&str], targets: &[&str]) -> Res {
             "minimal",
         ]))?;
     }
-    let installed = |what: &str| {
-        output(Command::new("rustup").args([what, "list", "--toolchain", "nightly", "--installed"]))
-    };
-    let have = installed("component")?;
-    let missing: Vec<&str> = components
-        .iter()
-        .copied()
-        .filter(|c| !have.lines().any(|l| l.starts_with(c)))
-        .collect();
-    if !missing.is_empty() {
-        step(&format!(
-            "installing nightly components {missing:?} (for {why})"
-        ));
-        run(Command::new("rustup")
-            .args(["component", "add", "--toolchain", "nightly"])
-            .args(&missing))?;
-    }
-    let have = installed("target")?;
-    let missing: Vec<&str> = targets
-        .iter()
-        .copied()
-        .filter(|t| !have.lines().any(|l| l.trim() == *t))
-        .collect();
-    if !missing.is_empty() {
-        step(&format!(
-            "installing nightly targets {missing:?} (for {why})"
-        ));
-        run(Command::new("rustup")
-            .args(["target", "add", "--toolchain", "nightly"])
-            .args(&missing))?;
-    }
+    rustup_add("component", components, Some("nightly"))?;
+    rustup_add("target", targets, Some("nightly"))?;
     let v = output(nightly_cargo(&root()).arg("--version")).map_err(|e| {
         format!("nightly toolchain unusable ({e}); try `rustup toolchain install nightly`")
     })?;
@@ -176,19 +147,38 @@ pub fn path_env() -> std::ffi::OsString {
 
 /// Make sure the rustup targets are installed (cheap when they already are).
 pub fn ensure_targets(targets: &[&str]) -> Res {
-    let installed = output(Command::new("rustup").args(["target", "list", "--installed"]))?;
-    let missing: Vec<&str> = targets
-        .iter()
-        .copied()
-        .filter(|t| !installed.lines().any(|l| l.trim() == *t))
-        .collect();
+    rustup_add("target", targets, None)
+}
+
+/// Installs whichever of `wanted` (rustup `kind`: "target" or "component") the
+/// `toolchain` (the active one if `None`) lacks.
+fn rustup_add(kind: &str, wanted: &[&str], toolchain: Option<&str>) -> Res {
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let on: Vec<&str> = toolchain.map_or(Vec::new(), |t| vec!["--toolchain", t]);
+    let installed = output(
+        Command::new("rustup")
+            .args([kind, "list", "--installed"])
+            .args(&on),
+    )?;
+    // Components are listed with their host triple (`rust-std-x86_64-…`), some not.
+    let have = |w: &str| {
+        installed
+            .lines()
+            .any(|l| l.trim() == w || l.starts_with(&format!("{w}-")))
+    };
+    let missing: Vec<&str> = wanted.iter().copied().filter(|w| !have(w)).collect();
     if missing.is_empty() {
         return Ok(());
     }
-    step(&format!("installing rustup targets {missing:?}"));
+    step(&format!(
+        "installing rustup {kind}s {missing:?}{}",
+        toolchain.map_or(String::new(), |t| format!(" for {t}"))
+    ));
     run(Command::new("rustup")
-        .arg("target")
-        .arg("add")
+        .args([kind, "add"])
+        .args(&on)
         .args(&missing))
 }
 
