@@ -390,10 +390,8 @@ impl Filter {
     }
 }
 
-/// Id → position for analysis: problems are validation's business (an unvalidated
-/// profile's unknown ids are skipped, repeated ones resolve to the first).
 fn positions(ids: Vec<u64>) -> IdIndex {
-    IdIndex::new(&ids).0
+    IdIndex::lenient(&ids)
 }
 
 /// Mapping id → its position in `profile.mapping` (for file names of unsymbolized frames).

@@ -54,6 +54,13 @@ impl IdIndex {
         (index, problem)
     }
 
+    /// For analysis and merging, where problems are validation's business (an
+    /// unvalidated profile's unknown ids are skipped, repeated ones resolve to the
+    /// first).
+    pub(crate) fn lenient(ids: &[u64]) -> Self {
+        IdIndex::new(ids).0
+    }
+
     /// The position of `id` in its table, if present (never for id 0).
     pub(crate) fn get(&self, id: u64) -> Option<u32> {
         match self {

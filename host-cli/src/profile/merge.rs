@@ -102,7 +102,7 @@ pub fn merge(srcs: &[&Profile]) -> Result<Profile, ProfileError> {
 fn add(b: &mut Builder, p: &Profile) {
     // New ids by position in `p`'s tables, looked up through the same id index the
     // validation and analysis use.
-    let positions = |ids: Vec<u64>| super::IdIndex::new(&ids).0;
+    let positions = |ids: Vec<u64>| super::IdIndex::lenient(&ids);
     let new_id =
         |index: &super::IdIndex, ids: &[u64], id: u64| index.get(id).map_or(0, |i| ids[i as usize]);
     let mapping_pos = positions(p.mapping.iter().map(|m| m.id).collect());
