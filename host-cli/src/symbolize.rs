@@ -5,6 +5,7 @@
 use gimli::{EndianArcSlice, RunTimeEndian};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 type Reader = EndianArcSlice<RunTimeEndian>;
@@ -58,6 +59,10 @@ pub struct Elf {
     arm: bool,
     /// PT_LOAD segments: (file offset, file size, virtual address, memory size).
     segments: Vec<(u64, u64, u64, u64)>,
+    /// Names of the function symbols in `.symtab` (empty without one): a function
+    /// DWARF names but the linker kept no symbol of was discarded
+    /// ([`Elf::is_live_function`]).
+    symbol_names: HashSet<String>,
     ctx: Option<addr2line::Context<Reader>>,
     /// Function symbols sorted by address: (address, size, mangled name).
     symbols: Vec<(u64, u64, String)>,
@@ -120,6 +125,12 @@ impl Elf {
                 ))
             })
             .collect();
+        // Before aliases at one address are dropped: every kept name counts.
+        let symbol_names = obj
+            .symbols()
+            .filter(|s| s.kind() == object::SymbolKind::Text)
+            .filter_map(|s| s.name().ok().map(str::to_owned))
+            .collect();
         symbols.sort();
         symbols.dedup_by_key(|s| s.0);
         let has_dwarf = obj
@@ -156,6 +167,7 @@ impl Elf {
             build_id,
             arm,
             segments,
+            symbol_names,
             ctx,
             symbols,
         })
@@ -230,6 +242,7 @@ impl Elf {
     pub fn frames_at(&self, probe: u64) -> (Vec<SymFrame>, Source) {
         if let Some(ctx) = &self.ctx {
             let mut out = Vec::new();
+            let mut outermost = String::new();
             if let Ok(mut it) = ctx.find_frames(probe).skip_all_loads() {
                 while let Ok(Some(f)) = it.next() {
                     let (function, system_name) = match &f.function {
@@ -252,6 +265,7 @@ impl Elf {
                         ),
                         None => (String::new(), 0, 0),
                     };
+                    outermost.clone_from(&system_name);
                     out.push(SymFrame {
                         function,
                         system_name,
@@ -260,6 +274,11 @@ impl Elf {
                         column,
                     });
                 }
+            }
+            if !self.is_live_function(&outermost, probe) {
+                // A function the linker discarded claims the address: its frames and
+                // lines are not this code's. The symbol table names it; no line.
+                out.clear();
             }
             if out.iter().any(|f| !f.function.is_empty()) {
                 // A location-only frame (no function) gets the symbol table's name.
@@ -306,6 +325,21 @@ impl Elf {
             ),
             None => (Vec::new(), Source::None),
         }
+    }
+
+    /// Is the out-of-line function DWARF names at `probe` (its linkage name) one the
+    /// linker kept? Linkers leave the debug info of functions they discarded
+    /// (`--gc-sections`, LTO) at a tombstone address, 0 for LLD and GNU ld, and where
+    /// flash starts at 0 those ranges overlap real code: the reset handler came out as
+    /// `u128_div_rem` or `long_jump`. A discarded function has no symbol, so when the
+    /// symbol table has a function at `probe` but none of the DWARF's name, the DWARF
+    /// answer is a tombstone's (LLDB drops such functions by their low_pc; addr2line
+    /// does not say which DIE matched). Without a symbol table nothing is known: yes.
+    fn is_live_function(&self, linkage_name: &str, probe: u64) -> bool {
+        self.symbol_names.is_empty()
+            || linkage_name.is_empty()
+            || self.symbol_names.contains(linkage_name)
+            || self.symbol(probe).is_none()
     }
 
     /// The function symbol containing `addr` (or the nearest one below it when the

@@ -83,12 +83,11 @@ impl<
     #[inline(always)]
     fn after_alloc(&self, p: *mut u8, size: usize) {
         if !p.is_null() {
-            // Frames at or below this local are the allocator's own.
-            // Only its address matters: uninitialised, so the fast path stores nothing.
-            let marker = core::mem::MaybeUninit::<u8>::uninit();
-            let boundary = core::ptr::addr_of!(marker) as usize;
-            self.profiler
-                .record_alloc_below(p, size, &self.stack, boundary);
+            // No stack boundary of our own here: this method is inlined into whatever
+            // calls the allocator (`__rust_alloc`, or at opt-level 3 the allocating
+            // function itself), so a local of "ours" can sit in the user's frame. The
+            // recording function marks its own frame instead; see `record_alloc`.
+            self.profiler.record_alloc(p, size, &self.stack);
         }
     }
 }

@@ -119,8 +119,13 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
     /// Record an allocation of `size` bytes at `ptr` (pools, arenas: anything that is
     /// not a `GlobalAlloc`). Cheap unless sampled: a subtract and a branch.
     ///
-    /// The first frame recorded is the caller of `record_alloc` when `stack` walks the
-    /// stack; a slice is recorded as given.
+    /// When `stack` walks the stack, the first frame recorded is the return address
+    /// into the function this call was inlined into: the caller of `record_alloc`, and
+    /// for [`ProfiledAlloc`](crate::ProfiledAlloc) the allocator shim when the compiler
+    /// kept it out of line (`__rust_alloc` at opt-level `s`), the allocating function
+    /// itself when it inlined the shim (opt-level 3, LTO). The host trims the shim's
+    /// frames by symbol, so both give the allocating function as the leaf. A slice is
+    /// recorded as given.
     #[inline(always)]
     pub fn record_alloc<St: StackSource + ?Sized>(
         &self,
@@ -131,24 +136,9 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
         if !self.countdown.take(size) {
             return Recorded::Skipped;
         }
-        self.sampled(ptr as usize, size, stack, 0)
-    }
-
-    /// As [`record_alloc`](Self::record_alloc), with the stack boundary set by the
-    /// caller (the address of a local in the allocator's own frame, so the allocator's
-    /// frames are not recorded).
-    #[inline(always)]
-    pub(crate) fn record_alloc_below<St: StackSource + ?Sized>(
-        &self,
-        ptr: *const u8,
-        size: usize,
-        stack: &St,
-        boundary: usize,
-    ) -> Recorded {
-        if !self.countdown.take(size) {
-            return Recorded::Skipped;
-        }
-        self.sampled(ptr as usize, size, stack, boundary)
+        // `black_box`: the call must not become a tail call (`return record_alloc(..)`
+        // in the caller), which would leave the caller's frame before it is walked.
+        core::hint::black_box(self.sampled(ptr as usize, size, stack))
     }
 
     /// Record the free of `ptr`. A free of an object that was not sampled usually costs
@@ -210,18 +200,17 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
 
     /// The slow path: a sampled allocation. Captures the stack, interns it, finds the
     /// bucket, tracks the address; every failure is a counter.
+    ///
+    /// Never inlined, and its own frame is the stack boundary: a local here lies below
+    /// this function's frame record and above every frame it calls, so a walker skips
+    /// exactly the profiler's frames and starts at this function's return address. That
+    /// holds at every opt-level and with LTO, unlike a local in an `#[inline]` caller,
+    /// which lands in whatever frame the caller was inlined into.
     #[cold]
     #[inline(never)]
-    fn sampled<St: StackSource + ?Sized>(
-        &self,
-        addr: usize,
-        size: usize,
-        stack: &St,
-        boundary: usize,
-    ) -> Recorded {
+    fn sampled<St: StackSource + ?Sized>(&self, addr: usize, size: usize, stack: &St) -> Recorded {
         let marker = 0u8;
-        let here = core::hint::black_box(core::ptr::addr_of!(marker)) as usize;
-        let boundary = boundary.max(here);
+        let boundary = core::hint::black_box(core::ptr::addr_of!(marker)) as usize;
         critical_section::with(|cs| {
             let Ok(mut g) = self.locked.borrow(cs).try_borrow_mut() else {
                 // Re-entered (the stack source, an interrupt or a sink allocated while

@@ -116,29 +116,97 @@ fn pprof_top_names_the_leak_with_file_and_line_from_dwarf() {
     let out = firmware_out();
     let snaps = snapshots(&out);
     let pb = convert(&out, snaps.last().unwrap(), "top");
-    let top = pprof(&["-top", "-sample_index=inuse_space", "-lines"], &pb);
+    if let Err(e) = leak_tops_inuse_with_its_line(&pb) {
+        panic!("{e}");
+    }
+}
+
+/// `go tool pprof -top -lines` of `pb`'s in-use space starts with the leak, at a line of
+/// its body in the router's source.
+fn leak_tops_inuse_with_its_line(pb: &Path) -> Result<(), String> {
+    let top = pprof(&["-top", "-sample_index=inuse_space", "-lines"], pb);
     let row = first_top_row(&top);
-    assert!(
-        row.contains(LEAK_FN),
-        "the leak is not at the top of inuse_space:\n{top}"
-    );
+    if !row.contains(&format!("::router::{LEAK_FN} ")) {
+        return Err(format!("the leak is not at the top of inuse_space:\n{top}"));
+    }
     // `… router::remember_message /path/firmware/src/router.rs:171`
-    let loc = row.rsplit(' ').next().unwrap();
+    let loc = row.rsplit(' ').next().unwrap_or_default();
     let (file, line) = loc
         .rsplit_once(':')
-        .unwrap_or_else(|| panic!("no file:line in `{row}`"));
-    assert!(
-        file.ends_with("src/router.rs"),
-        "top row's file is {file}, not the router's source: `{row}`"
-    );
+        .ok_or_else(|| format!("no file:line in `{row}`"))?;
+    if !file.ends_with("src/router.rs") {
+        return Err(format!(
+            "top row's file is {file}, not the router's source: `{row}`"
+        ));
+    }
     let line: u32 = line
         .parse()
-        .unwrap_or_else(|_| panic!("line in `{row}` is not a number"));
+        .map_err(|_| format!("line in `{row}` is not a number"))?;
     let body = leak_lines();
-    assert!(
-        body.contains(&line),
-        "line {line} of the top row is outside {LEAK_FN} ({body:?} in {LEAK_FILE})"
-    );
+    if !body.contains(&line) {
+        return Err(format!(
+            "line {line} of the top row is outside {LEAK_FN} ({body:?} in {LEAK_FILE}):\n{top}"
+        ));
+    }
+    Ok(())
+}
+
+/// Every in-use stack of `pb` ends in the reset handler (`go tool pprof -traces`): the
+/// walk reached the bottom of the stack and the root frame is named right.
+fn every_stack_ends_in_reset(pb: &Path) -> Result<(), String> {
+    let traces = pprof(&["-traces", "-sample_index=inuse_space"], pb);
+    let blocks: Vec<&str> = traces
+        .split("-----------+")
+        .skip(1)
+        .filter(|b| b.lines().filter(|l| !l.trim().is_empty()).count() > 1)
+        .collect();
+    if blocks.is_empty() {
+        return Err(format!("no stacks in pprof -traces:\n{traces}"));
+    }
+    for b in blocks {
+        let root = b
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or_default()
+            .trim();
+        if root != "Reset" && !root.ends_with(" Reset") {
+            return Err(format!("a stack ends in `{root}`, not Reset:{b}"));
+        }
+    }
+    Ok(())
+}
+
+/// The opt-level matrix (`cargo xtask firmware --matrix`, run by `cargo xtask test`):
+/// the same firmware built at every opt-level, with and without LTO. At each, the
+/// allocating function (not its caller, as when the allocator shim inlined into it hid
+/// it) is the top in-use row with a line of its body, and every stack ends in `Reset`.
+#[test]
+fn the_leak_tops_inuse_and_stacks_end_in_reset_at_every_opt_level_and_lto() {
+    let matrix = firmware_out().join("matrix");
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for level in ["0", "1", "2", "3", "s", "z"] {
+        for lto in ["nolto", "lto"] {
+            let name = format!("o{level}-{lto}");
+            let out = matrix.join(&name);
+            assert!(
+                out.join(ELF_NAME).is_file(),
+                "{} is missing: `cargo xtask firmware --matrix` did not build opt-level {level} ({lto})",
+                out.display()
+            );
+            let snaps = snapshots(&out);
+            let pb = convert(&out, snaps.last().unwrap(), &format!("matrix-{name}"));
+            for check in [leak_tops_inuse_with_its_line, every_stack_ends_in_reset] {
+                if let Err(e) = check(&pb) {
+                    failures.push(format!("opt-level {level}, {lto}: {e}"));
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 12);
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
 #[test]

@@ -18,8 +18,15 @@ pub const ELF_NAME: &str = "heapsnap-firmware.elf";
 pub const LOG_NAME: &str = "qemu.log";
 
 pub fn run(args: &[String]) -> Res {
-    if let Some(a) = args.first() {
-        return Err(format!("`firmware` takes no arguments (got `{a}`)"));
+    match args.first().map(String::as_str) {
+        None => {}
+        Some("--matrix") if args.len() == 1 => {
+            for out in build_and_run_matrix()? {
+                println!("{}", out.display());
+            }
+            return Ok(());
+        }
+        Some(a) => return Err(format!("`firmware` takes only `--matrix` (got `{a}`)")),
     }
     let snaps = build_and_run()?;
     println!("firmware snapshots ({}):", snaps.len());
@@ -50,15 +57,21 @@ pub fn build_and_run() -> Res<Vec<PathBuf>> {
     tools::ensure_targets(&[TARGET])?;
     ensure_qemu()?;
     let elf = build()?;
-    let out = out_dir();
-    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    for old in snapshots_in(&out)? {
+    run_into(&elf, &out_dir())
+}
+
+/// Copy `elf` into `out` (as [`ELF_NAME`]), run it in QEMU there with the old snapshots
+/// removed, and return the new ones in order.
+fn run_into(elf: &Path, out: &Path) -> Res<Vec<PathBuf>> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    for old in snapshots_in(out)? {
         std::fs::remove_file(&old).map_err(|e| format!("{}: {e}", old.display()))?;
     }
-    std::fs::copy(&elf, elf_path())
-        .map_err(|e| format!("copying {} to {}: {e}", elf.display(), elf_path().display()))?;
-    run_qemu(&elf_path(), &out)?;
-    let snaps = snapshots_in(&out)?;
+    let copy = out.join(ELF_NAME);
+    std::fs::copy(elf, &copy)
+        .map_err(|e| format!("copying {} to {}: {e}", elf.display(), copy.display()))?;
+    run_qemu(&copy, out)?;
+    let snaps = snapshots_in(out)?;
     if snaps.len() < 2 {
         return Err(format!(
             "the firmware wrote {} snapshot(s) into {} (expected several); see {}",
@@ -70,22 +83,147 @@ pub fn build_and_run() -> Res<Vec<PathBuf>> {
     Ok(snaps)
 }
 
-/// `cargo build --release` inside `firmware/`, so its `.cargo/config.toml` (target,
-/// frame pointers, linker script) applies. Returns the ELF path.
-fn build() -> Res<PathBuf> {
-    let dir = tools::root().join("firmware");
-    let target_dir = dir.join("target");
+/// Optimization levels of the opt-level matrix: every level cargo accepts.
+pub const MATRIX_OPT_LEVELS: &[&str] = &["0", "1", "2", "3", "s", "z"];
+
+/// Where the matrix's runs go: one folder per build, `o{level}-{lto|nolto}`, each laid
+/// out like [`out_dir`] (ELF, snapshots, console log).
+pub fn matrix_out_dir() -> PathBuf {
+    out_dir().join("matrix")
+}
+
+/// The opt-level matrix: the same firmware source built at every opt-level, with and
+/// without fat LTO, each run in QEMU. Proves the profiler's frames are skipped by
+/// something that survives inlining (the demo build alone, at one level, cannot).
+///
+/// Two cargo invocations build all twelve: a generated workspace under
+/// `target/fw-matrix` holds one package per opt-level, all pointing at
+/// `firmware/src/main.rs` and its dependencies, with the level set per package
+/// (`[profile.*.package.NAME]`); LTO is a profile setting, so it is the second build.
+pub fn build_and_run_matrix() -> Res<Vec<PathBuf>> {
+    tools::ensure_targets(&[TARGET])?;
+    ensure_qemu()?;
+    let ws = matrix_workspace()?;
+    let target_dir = ws.join("target");
+    let mut outs = Vec::new();
+    for (profile, lto) in [("release", "nolto"), ("release-lto", "lto")] {
+        let mut c = firmware_cargo(&ws);
+        c.args(["build", "--workspace", "--profile", profile, "--target-dir"])
+            .arg(&target_dir);
+        tools::run(&mut c)?;
+        for level in MATRIX_OPT_LEVELS {
+            let elf = target_dir
+                .join(TARGET)
+                .join(profile)
+                .join(matrix_package(level));
+            let out = matrix_out_dir().join(format!("o{level}-{lto}"));
+            eprintln!("    opt-level {level}, {lto}:");
+            run_into(&elf, &out)?;
+            outs.push(out);
+        }
+    }
+    Ok(outs)
+}
+
+/// Package (and binary) name of the matrix build at `level`.
+fn matrix_package(level: &str) -> String {
+    format!("fw-o{level}")
+}
+
+/// Write the matrix workspace (see [`build_and_run_matrix`]); returns its root. The
+/// member manifests take `firmware/Cargo.toml`'s `[dependencies]` as they are, and the
+/// firmware's lock file and `.cargo/config.toml` (target, frame pointers, linker
+/// script) are copied, so the matrix builds what the demo builds, at other levels.
+fn matrix_workspace() -> Res<PathBuf> {
+    let fw = tools::root().join("firmware");
+    let ws = tools::root().join("target/fw-matrix");
+    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    let write = |p: &Path, text: &str| -> Res {
+        if let Some(dir) = p.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        // Unchanged files keep their mtime, so cargo's fingerprints hold across runs.
+        if std::fs::read_to_string(p).ok().as_deref() == Some(text) {
+            return Ok(());
+        }
+        std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let manifest = read(&fw.join("Cargo.toml"))?;
+    let deps = manifest
+        .split_once("\n[dependencies]\n")
+        .map(|(_, rest)| rest.split("\n[").next().unwrap_or(rest))
+        .ok_or("firmware/Cargo.toml has no [dependencies] table")?
+        .replace(
+            "path = \"../sampler-core\"",
+            &format!("path = {:?}", tools::root().join("sampler-core")),
+        );
+    let mut root = String::from(
+        "# Generated by `cargo xtask` (firmware.rs, matrix_workspace): do not edit.\n\
+         [workspace]\nresolver = \"2\"\nmembers = [",
+    );
+    let mut profiles = String::from(
+        "\n# Cargo's release defaults, plus the debug info `heapsnap --elf` needs.\n\
+         [profile.release]\ndebug = true\n\n\
+         [profile.release-lto]\ninherits = \"release\"\nlto = true\n",
+    );
+    for level in MATRIX_OPT_LEVELS {
+        let name = matrix_package(level);
+        root.push_str(&format!("{name:?}, "));
+        let value = if level.parse::<u8>().is_ok() {
+            level.to_string()
+        } else {
+            format!("{level:?}")
+        };
+        for profile in ["release", "release-lto"] {
+            profiles.push_str(&format!(
+                "\n[profile.{profile}.package.{name}]\nopt-level = {value}\n"
+            ));
+        }
+        let member = format!(
+            "[package]\nname = {name:?}\nversion = \"0.0.0\"\nedition = \"2021\"\n\
+             publish = false\nbuild = {build:?}\n\n\
+             [[bin]]\nname = {name:?}\npath = {main:?}\ntest = false\nbench = false\n\n\
+             [dependencies]\n{deps}",
+            build = fw.join("build.rs"),
+            main = fw.join("src/main.rs"),
+        );
+        write(&ws.join(&name).join("Cargo.toml"), &member)?;
+    }
+    root.push_str("]\n");
+    root.push_str(&profiles);
+    write(&ws.join("Cargo.toml"), &root)?;
+    write(
+        &ws.join(".cargo/config.toml"),
+        &read(&fw.join(".cargo/config.toml"))?,
+    )?;
+    if !ws.join("Cargo.lock").is_file() {
+        write(&ws.join("Cargo.lock"), &read(&fw.join("Cargo.lock"))?)?;
+    }
+    Ok(ws)
+}
+
+/// `cargo` in a firmware workspace `dir`, so its `.cargo/config.toml` applies.
+fn firmware_cargo(dir: &Path) -> Command {
     let mut c = tools::cargo();
-    c.current_dir(&dir)
-        // Not `--locked`: when sampler-core gains a dependency, cargo adds it to the
-        // committed firmware/Cargo.lock (pinned versions stay) instead of failing.
-        .args(["build", "--release", "--target-dir"])
-        .arg(&target_dir)
+    c.current_dir(dir)
         // Flags from the environment would replace the config's rustflags and drop the
         // frame pointers the stack walker needs.
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("CARGO_BUILD_TARGET");
+    c
+}
+
+/// `cargo build --release` inside `firmware/`, so its `.cargo/config.toml` (target,
+/// frame pointers, linker script) applies. Returns the ELF path.
+fn build() -> Res<PathBuf> {
+    let dir = tools::root().join("firmware");
+    let target_dir = dir.join("target");
+    let mut c = firmware_cargo(&dir);
+    // Not `--locked`: when sampler-core gains a dependency, cargo adds it to the
+    // committed firmware/Cargo.lock (pinned versions stay) instead of failing.
+    c.args(["build", "--release", "--target-dir"])
+        .arg(&target_dir);
     tools::run(&mut c)?;
     let elf = target_dir.join(TARGET).join("release/heapsnap-firmware");
     if !elf.is_file() {

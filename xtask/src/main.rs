@@ -24,7 +24,8 @@ tasks:
   test                           run every test (what CI runs)
   viewer [--dev]                 build the browser viewer into www/pkg
   bench-viewer                   time file → first flame paint and memory in headless Chromium
-  firmware                       build and run the QEMU firmware, writing snapshots
+  firmware [--matrix]            build and run the QEMU firmware, writing snapshots
+                                 (--matrix: at every opt-level, with and without LTO)
   bench                          run the criterion benchmarks and print their figures
   device                         sampler-core device builds, no-panic link test, flash size
   fuzz                           run every cargo-fuzz target briefly (as `test` does)

@@ -38,10 +38,11 @@ pub struct Captured {
 pub trait StackSource {
     /// Write return addresses into `out`, innermost first.
     ///
-    /// `boundary` is the address of a local variable in the profiler's outermost frame:
-    /// a walker skips every frame at or below it, so the first frame written is the
-    /// caller of the allocator (or of `record_alloc`), never the profiler itself.
-    /// Sources that already know the caller's stack ignore it.
+    /// `boundary` is the address of a local variable in the profiler's never-inlined
+    /// recording function: a walker skips every frame at or below it, so the first
+    /// frame written is that function's return address (into the caller of
+    /// `record_alloc`, or into the allocator shim when it was not inlined), never the
+    /// profiler's internals. Sources that already know the caller's stack ignore it.
     fn capture(&self, boundary: usize, out: &mut [usize]) -> Captured;
 }
 
