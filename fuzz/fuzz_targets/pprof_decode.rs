@@ -3,8 +3,8 @@
 //! allocation; a decoded profile re-encodes to the same profile.
 #![no_main]
 
-use host_cli::analysis::{self, Filter};
-use host_cli::profile::{decode, decode_with_limit, diff, encode};
+use heapsnap_profile::analysis::{self, Filter};
+use heapsnap_profile::profile::{decode, decode_with_limit, diff, encode};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(again, p);
     for i in 0..p.sample_type.len() {
         let _ = analysis::top(&p, i, &Filter::none());
-        let _ = host_cli::convert::folded(&p, i);
+        let _ = heapsnap_profile::export::folded(&p, i);
     }
     if let Ok(d) = diff(&p, &p) {
         d.check_valid().expect("a diff of a valid profile is valid");

@@ -5,15 +5,15 @@
 //! agrees with the one-buffer form.
 #![no_main]
 
-use host_cli::analysis::{self, decode_compact_with_limit, CompactDecoder, Filter, Index};
-use host_cli::profile::decode_with_limit;
+use heapsnap_profile::analysis::{self, decode_compact_with_limit, CompactDecoder, Filter, Index};
+use heapsnap_profile::profile::decode_with_limit;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let full = decode_with_limit(data, 8 << 20);
     let compact = decode_compact_with_limit(data, 8 << 20);
     assert_eq!(full.is_ok(), compact.is_ok(), "{:?} vs {:?}", full.as_ref().err(), compact.as_ref().err());
-    if !host_cli::profile::is_gzip(data) {
+    if !heapsnap_profile::profile::is_gzip(data) {
         let mut d = CompactDecoder::new();
         let piece = 1 + data.len() % 13;
         for c in data.chunks(piece) {

@@ -6,9 +6,9 @@
 //! `cargo bench -p host-cli --bench convert` (or `cargo xtask bench`).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use host_cli::convert::{self, Resolver, Symbols};
-use host_cli::profile;
-use host_cli::symbolize::Elf;
+use heapsnap_profile::import::{self as convert, Symbols};
+use heapsnap_profile::profile;
+use heapsnap_symbolize::{Elf, Resolver};
 use object::{Object, ObjectSymbol};
 use sampler_core::decoded::{Bucket, Snapshot, Stack};
 use sampler_core::Cycle;

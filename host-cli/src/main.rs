@@ -1,14 +1,15 @@
-//! `heapsnap`: the terminal front end of host-cli. Thin: parse flags, read inputs,
-//! call the library, write data to stdout (or `-o`), a one-line cause on error.
+//! `heapsnap`: the terminal front end. Thin: parse flags, read inputs, call the
+//! libraries (heapsnap-profile, heapsnap-symbolize), write data to stdout (or `-o`), a
+//! one-line cause on error.
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use host_cli::analysis::{self, Filter};
-use host_cli::convert::{self, Resolver, Symbols};
-use host_cli::input::{self, Input};
-use host_cli::profile::{self, Profile};
-use host_cli::symbolize::Elf;
-use host_cli::{inspect, report};
+use heapsnap_profile::analysis::{self, Filter};
+use heapsnap_profile::export;
+use heapsnap_profile::import::{self, Input, Symbols};
+use heapsnap_profile::profile::{self, Profile};
+use heapsnap_symbolize::{Elf, Resolver};
+use host_cli::report;
 use sampler_core::decoded::Snapshot;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -132,9 +133,9 @@ fn run(cli: Cli) -> Result<()> {
                 Format::Pprof => profile::encode(&p),
                 Format::Folded => {
                     let i = p.sample_index(&sample_index).map_err(anyhow::Error::msg)?;
-                    convert::folded(&p, i).into_bytes()
+                    export::folded(&p, i).into_bytes()
                 }
-                Format::Text => convert::legacy_text(&snap, Some(&p)).into_bytes(),
+                Format::Text => export::legacy_text(&snap, Some(&p)).into_bytes(),
             };
             write_out(output.as_deref(), &bytes, matches!(format, Format::Pprof))
         }
@@ -165,7 +166,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Cmd::Inspect { snapshot } => {
             let snap = read_snapshot(&snapshot)?;
-            write_out(None, inspect::report(&snap).as_bytes(), false)
+            write_out(None, import::inspect_report(&snap).as_bytes(), false)
         }
     }
 }
@@ -200,7 +201,7 @@ fn read_bytes(path: &str) -> Result<Vec<u8>> {
 
 fn read_input(path: &str) -> Result<Input> {
     let bytes = read_bytes(path)?;
-    let i = input::read(&bytes).with_context(|| path.to_owned())?;
+    let i = import::guess(&bytes).with_context(|| path.to_owned())?;
     if let Input::Snapshot {
         bad_frames, frames, ..
     } = &i
@@ -265,7 +266,7 @@ fn symbolized(snap: &Snapshot, sym: &SymArgs) -> Result<Profile> {
             b.set_position(done);
         }
     };
-    let p = convert::to_profile(snap, &mut resolver as &mut dyn Symbols, &mut progress);
+    let p = import::to_profile(snap, &mut resolver as &mut dyn Symbols, &mut progress);
     if let Some(b) = bar {
         b.finish_and_clear();
     }

@@ -1,9 +1,9 @@
 //! Text reports as `go tool pprof` prints them: its unit scaling (`measurement.Scale`,
 //! one output unit per report chosen like `selectOutputUnit`), its percentages, and the
 //! `-top` table layout, so `heapsnap top` can be compared with pprof line by line.
-//! The numbers come from [`crate::analysis::top`]; this module only formats.
+//! The numbers come from [`heapsnap_profile::analysis::top`]; this module only formats.
 
-use crate::analysis::{Inline, TopTable};
+use heapsnap_profile::analysis::{Inline, TopTable};
 
 /// pprof's memory units: canonical name and factor.
 const MEMORY: [(&str, f64); 6] = [

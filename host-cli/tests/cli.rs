@@ -2,6 +2,7 @@
 //! and bad input — each a one-line message naming the problem, a non-zero exit, no
 //! panic, nothing on stdout.
 
+#[path = "../../profile/tests/common/mod.rs"]
 mod common;
 
 use std::io::Write;
@@ -104,7 +105,7 @@ fn garbage_file() {
 
 #[test]
 fn pprof_with_dangling_ids() {
-    use host_cli::profile::{self, Builder, Line};
+    use heapsnap_profile::profile::{self, Builder, Line};
     let d = common::tmp("cli");
     let mut b = Builder::new();
     b.sample_type("inuse_space", "bytes");
@@ -262,7 +263,7 @@ fn stdin_and_formats() {
         "{}",
         String::from_utf8_lossy(&a.stderr)
     );
-    let p = host_cli::profile::decode(&a.stdout).unwrap();
+    let p = heapsnap_profile::profile::decode(&a.stdout).unwrap();
     assert_eq!(p.sample.len(), 4);
 }
 
@@ -335,7 +336,7 @@ fn diff_of_snapshots_is_a_profile() {
         .arg(&out)
         .output()
         .unwrap());
-    let p = host_cli::profile::decode(&std::fs::read(&out).unwrap()).unwrap();
+    let p = heapsnap_profile::profile::decode(&std::fs::read(&out).unwrap()).unwrap();
     // inuse_space per stack: new − base; only the first bucket changed.
     let idx = p.sample_index("inuse_space").unwrap();
     let net: i64 = p.sample.iter().map(|s| s.value[idx]).sum();

@@ -5,9 +5,9 @@
 //! translation through the mapping and program headers, build-id matching, and the
 //! errors for an ELF without DWARF and for one from another build.
 
-use host_cli::convert::{self, ConvertError, Resolver, Symbols};
-use host_cli::profile::Profile;
-use host_cli::symbolize::{Elf, SymbolizeError};
+use heapsnap_profile::import::{self as convert, Symbols};
+use heapsnap_profile::profile::Profile;
+use heapsnap_symbolize::{ConvertError, Elf, Resolver, SymbolizeError};
 use sampler_core::decoded::{Bucket, Mapping, Snapshot, Stack};
 use sampler_core::Cycle;
 use std::path::{Path, PathBuf};

@@ -2,13 +2,13 @@
 //! the pprof decoder's (top-level protobuf fields, `Sample` messages read without
 //! allocating, the table that merges samples by stack: [`Groups`]) and the flame
 //! tree's ([`flame_nodes`]). The profile model around them (what merged groups become,
-//! prost for everything else, validation, names and ranks) is in host-cli's
+//! prost for everything else, validation, names and ranks) is in heapsnap-profile's
 //! `analysis::compact` and `analysis::flame`.
 //!
 //! A crate of its own so that it can be compiled for speed (`opt-level = 3`) inside the
 //! browser bundle, which is otherwise built for size: these loops are most of the time
 //! to open a large profile (roughly twice as fast at opt-level 3 in Chromium), while
-//! opt-level 3 for all of host-cli would cost 50 KiB of bundle.
+//! opt-level 3 for all of heapsnap-profile would cost 50 KiB of bundle.
 
 #![forbid(unsafe_code)]
 
@@ -446,11 +446,11 @@ impl Fx {
     }
 }
 
-/// One box of the flame graph (host-cli's `analysis::FlameTree` holds them in
+/// One box of the flame graph (heapsnap-profile's `analysis::FlameTree` holds them in
 /// pre-order; the tree is built here, at full speed, by [`flame_nodes`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FlameNode {
-    /// Function-level node id (an index into host-cli's `FlameTree::names`); the root is `u32::MAX`.
+    /// Function-level node id (an index into heapsnap-profile's `FlameTree::names`); the root is `u32::MAX`.
     pub name: u32,
     /// Depth: 0 for the root, 1 for outermost callers.
     pub depth: u32,

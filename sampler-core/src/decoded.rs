@@ -1,6 +1,6 @@
 //! Owned, decoded snapshot (feature `std`): what host programs read.
 //!
-//! The contract between sampler-core and host-cli. Frames are stored as captured:
+//! The contract between sampler-core and the host side (heapsnap-profile). Frames are stored as captured:
 //! return addresses, innermost (the allocator's caller) first; the host subtracts one
 //! before symbolizing caller frames.
 

@@ -9,7 +9,7 @@
 //!   [`StackSource`] ([`stack`]), tables are fixed-capacity ([`tables`]) with Go's
 //!   record cycles ([`tables::MemRecord`]).
 //! * Snapshots: [`Profiler::write_snapshot`] and friends, format in [`snapshot`].
-#![cfg_attr(not(any(test, feature = "std")), no_std)]
+#![cfg_attr(not(any(test, feature = "decode")), no_std)]
 
 /// One record cycle's tallies for a bucket (Go's `memRecordCycle`).
 ///
@@ -49,7 +49,7 @@ pub struct Counters {
     pub truncated_stacks: u64,
 }
 
-#[cfg(feature = "std")]
+#[cfg(feature = "decode")]
 pub mod decoded;
 pub mod snapshot;
 

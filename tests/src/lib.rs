@@ -158,7 +158,7 @@ fn workspace_artifact(rel: &str, build_args: &[&str], env_override: &str) -> Pat
     built
 }
 
-/// The `heapsnap` binary (host-cli, feature `cli`); `HEAPSNAP_BIN` overrides.
+/// The `heapsnap` binary (package host-cli); `HEAPSNAP_BIN` overrides.
 pub fn heapsnap() -> PathBuf {
     workspace_artifact(
         "heapsnap",

@@ -19,7 +19,7 @@ use e2e::{
     assert_same_table, browser_script, go_heap_profile_pair, go_heap_sample_types, page_rows,
     parse_pprof_top, pprof, target_dir, www, TopRow,
 };
-use host_cli::analysis::format_value;
+use heapsnap_profile::analysis::format_value;
 use serde_json::Value;
 use std::ffi::OsStr;
 use std::path::Path;

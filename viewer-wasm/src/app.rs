@@ -6,7 +6,7 @@ use crate::load;
 use crate::source::SourceView;
 use crate::state::{Action, Slot, State, View};
 use crate::top::TopTable;
-use host_cli::analysis::format_value;
+use heapsnap_profile::analysis::format_value;
 use wasm_bindgen::JsCast;
 use web_sys::{DragEvent, Element, HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;

@@ -3,7 +3,7 @@
 //! highlight; inlined frames are drawn lighter with a hatched left edge.
 
 use crate::state::ByPtr;
-use host_cli::analysis::{format_percent, format_value, FlameTree, Pattern};
+use heapsnap_profile::analysis::{format_percent, format_value, FlameTree, Pattern};
 use std::cell::Cell;
 use std::rc::Rc;
 use wasm_bindgen::JsCast;
@@ -362,7 +362,7 @@ fn fit(name: &str, room: usize) -> String {
 /// in violet and the rest greyed.
 fn color(
     name: &str,
-    n: &host_cli::analysis::FlameNode,
+    n: &heapsnap_profile::analysis::FlameNode,
     diff: bool,
     matched: Option<bool>,
 ) -> String {

@@ -1,5 +1,5 @@
 //! viewer-wasm: the Yew app behind `www/`. Drop a pprof heap profile and get a flame
-//! graph, a top table and source views, computed in this tab with the same host-cli
+//! graph, a top table and source views, computed in this tab with the same heapsnap-profile
 //! analysis `heapsnap top` uses; nothing is uploaded.
 //!
 //! Preloading: `index.html?profile=URL` (or `#profile=URL`, plus `base=URL` for a

@@ -3,8 +3,8 @@
 //! source view.
 
 use crate::state::{Action, Slot, State};
-use host_cli::analysis::{decode_compact, CompactDecoder};
-use host_cli::profile::{self, Profile, ProfileError};
+use heapsnap_profile::analysis::{decode_compact, CompactDecoder};
+use heapsnap_profile::profile::{self, Profile, ProfileError};
 use js_sys::Uint8Array;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;

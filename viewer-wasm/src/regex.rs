@@ -9,7 +9,7 @@
 //! `[[:alpha:]]`, `(?U)`) are rejected with the browser's message rather than silently
 //! meaning something else.
 
-use host_cli::analysis::{Filter, FilterError, Pattern};
+use heapsnap_profile::analysis::{Filter, FilterError, Pattern};
 
 /// The focus / ignore filter of the analysis ("" = none).
 pub fn filter(focus: &str, ignore: &str) -> Result<Filter, FilterError> {

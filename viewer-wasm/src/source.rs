@@ -3,7 +3,7 @@
 //! are listed and the file to drop is named.
 
 use crate::state::{ByPtr, State};
-use host_cli::analysis::{format_value, SourceTable};
+use heapsnap_profile::analysis::{format_value, SourceTable};
 use std::rc::Rc;
 use yew::prelude::*;
 

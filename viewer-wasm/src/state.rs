@@ -1,9 +1,9 @@
 //! All of the app's state in one reducer (yew's `function_todomvc` pattern): views only
 //! render it and dispatch [`Action`]s. What the views show ([`Derived`]) is recomputed
-//! here, with the host-cli analysis, whenever an input of it changes.
+//! here, with the heapsnap-profile analysis, whenever an input of it changes.
 
-use host_cli::analysis::{Filter, FlameTree, Index, SourceTable, TopTable};
-use host_cli::profile::{self, Profile};
+use heapsnap_profile::analysis::{Filter, FlameTree, Index, SourceTable, TopTable};
+use heapsnap_profile::profile::{self, Profile};
 use std::rc::Rc;
 use yew::Reducible;
 

@@ -3,7 +3,7 @@
 
 use crate::source::match_source;
 use crate::state::{regex_escape, Action, Slot, SortCol, State, View};
-use host_cli::profile::{Builder, Line, Profile};
+use heapsnap_profile::profile::{Builder, Line, Profile};
 use std::rc::Rc;
 use yew::Reducible;
 

@@ -3,7 +3,7 @@
 //! `data-value` for tests and scripts.
 
 use crate::state::{ByPtr, SortCol, State};
-use host_cli::analysis::{format_percent, format_value, Inline, TopRow};
+use heapsnap_profile::analysis::{format_percent, format_value, Inline, TopRow};
 use yew::prelude::*;
 
 /// Rows rendered before "show all" (the DOM is not a good place for 50k rows).
@@ -34,7 +34,7 @@ pub fn top_table(p: &Props) -> Html {
     // and the order ends on the name.
     if col != SortCol::Flat {
         let r = &top.rows;
-        let order = host_cli::analysis::sorted_order(r.len(), &|a, b| {
+        let order = heapsnap_profile::sorted_order(r.len(), &|a, b| {
             let (a, b) = (&r[a], &r[b]);
             match col {
                 SortCol::Name => b.name.cmp(&a.name),
@@ -45,7 +45,7 @@ pub fn top_table(p: &Props) -> Html {
                     .then_with(|| a.name.cmp(&b.name)),
             }
         });
-        rows = host_cli::analysis::permute(rows, &order);
+        rows = heapsnap_profile::permute(rows, &order);
     }
     if !desc {
         rows.reverse();

@@ -7,9 +7,9 @@ use ::crc::{Crc, CRC_32_ISO_HDLC};
 /// it bit by bit: no lookup table in flash (1 KiB saved of an 8 KiB budget) for a few
 /// ms per snapshot on an MCU, negligible next to any link. Host builds use the
 /// byte-wise table, the fastest for such short updates. The CRC is the same either way.
-#[cfg(feature = "std")]
+#[cfg(feature = "decode")]
 type Impl = ::crc::Table<1>;
-#[cfg(not(feature = "std"))]
+#[cfg(not(feature = "decode"))]
 type Impl = ::crc::NoTable;
 
 /// Reflected polynomial 0x04C11DB7, init 0xFFFFFFFF, xorout 0xFFFFFFFF
@@ -17,9 +17,9 @@ type Impl = ::crc::NoTable;
 static CRC32: Crc<u32, Impl> = Crc::<u32, Impl>::new(&CRC_32_ISO_HDLC);
 
 /// Whole buffers (the decoder's check) go through slice-by-16 on hosts.
-#[cfg(feature = "std")]
+#[cfg(feature = "decode")]
 static CRC32_BULK: Crc<u32, ::crc::Table<16>> = Crc::<u32, ::crc::Table<16>>::new(&CRC_32_ISO_HDLC);
-#[cfg(not(feature = "std"))]
+#[cfg(not(feature = "decode"))]
 use CRC32 as CRC32_BULK;
 
 /// CRC of `bytes` as stored in a snapshot's last four bytes.

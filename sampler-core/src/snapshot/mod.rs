@@ -11,22 +11,22 @@
 //! `&mut [u8]`, a UART, semihosting, a flash page), with the CRC computed on the way
 //! and optional COBS framing ([`CobsFlavor`]) for serial links.
 //!
-//! Decoding (feature `std`) lives in [`decode`](self::decode) / [`decode_frames`].
+//! Decoding (feature `decode`, implied by `std`) lives in [`decode`](self::decode) / [`decode_frames`].
 
 mod cobs;
 mod crc;
-#[cfg(feature = "std")]
+#[cfg(feature = "decode")]
 mod reader;
 mod writer;
 
 pub use self::cobs::CobsFlavor;
 pub use self::crc::crc32;
-#[cfg(feature = "std")]
+#[cfg(feature = "decode")]
 pub use self::reader::{decode, decode_frames, decode_prefix, Capture, DecodeError, Frame};
 pub use self::writer::{
     encode, encode_framed, encode_framed_to_slice, encode_to_slice, EncodeError,
 };
-#[cfg(feature = "std")]
+#[cfg(feature = "decode")]
 pub use self::writer::{encode_framed_to_vec, encode_to_vec};
 
 use crate::{Counters, Cycle};

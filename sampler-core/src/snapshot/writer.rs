@@ -209,13 +209,13 @@ where
 }
 
 /// [`encode`] into a new `Vec` (host programs, tests).
-#[cfg(feature = "std")]
+#[cfg(feature = "decode")]
 pub fn encode_to_vec<S: SnapshotSource + ?Sized>(src: &S) -> Result<Vec<u8>, EncodeError> {
     encode(src, postcard::ser_flavors::ExtendFlavor::new(Vec::new()))
 }
 
 /// [`encode_framed`] into a new `Vec`.
-#[cfg(feature = "std")]
+#[cfg(feature = "decode")]
 pub fn encode_framed_to_vec<S: SnapshotSource + ?Sized>(src: &S) -> Result<Vec<u8>, EncodeError> {
     encode_framed(src, postcard::ser_flavors::ExtendFlavor::new(Vec::new()))
 }

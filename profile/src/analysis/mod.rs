@@ -22,23 +22,7 @@ pub use source::{SourceLine, SourceTable};
 pub use top::{top, Inline, TopRow, TopTable};
 pub use units::{format_percent, format_value, Unit};
 
-/// The order that sorts `n` items by `cmp` (indices, unstable). Every sort in the
-/// analysis and the viewer goes through this one non-generic function: each `sort_by`
-/// call site is its own copy of the standard sort, kilobytes of wasm apiece.
-pub fn sorted_order(n: usize, cmp: &dyn Fn(usize, usize) -> std::cmp::Ordering) -> Vec<u32> {
-    let mut order: Vec<u32> = (0..n as u32).collect();
-    order.sort_unstable_by(|&a, &b| cmp(a as usize, b as usize));
-    order
-}
-
-/// Reorders `v` by `order` (a permutation of its indices, from [`sorted_order`]).
-pub fn permute<T>(v: Vec<T>, order: &[u32]) -> Vec<T> {
-    let mut slots: Vec<Option<T>> = v.into_iter().map(Some).collect();
-    order
-        .iter()
-        .filter_map(|&i| slots.get_mut(i as usize).and_then(Option::take))
-        .collect()
-}
+pub(crate) use crate::order::{permute, sorted_order};
 
 #[cfg(test)]
 mod tests;

@@ -241,7 +241,7 @@ impl Builder {
         // the analysis' one shared sort: less code in the wasm viewer.)
         let key = |l: &Label| (l.key, l.str, l.num, l.num_unit);
         let order =
-            crate::analysis::sorted_order(label.len(), &|a, b| key(&label[a]).cmp(&key(&label[b])));
+            crate::order::sorted_order(label.len(), &|a, b| key(&label[a]).cmp(&key(&label[b])));
         // Stack length first, so stack and labels cannot run into each other.
         self.key(Kind::Sample, &[location_id.len() as u64]);
         self.key.extend_from_slice(&location_id);

@@ -1,12 +1,13 @@
 //! Golden tests: fixture snapshots from checked-in bytes (`tests/golden/*.snap`), and
 //! their pprof (as a deterministic text dump), folded and legacy text outputs. After an
-//! intended change, regenerate with `BLESS=1 cargo test -p host-cli --test golden` and
+//! intended change, regenerate with `BLESS=1 cargo test -p heapsnap-profile --test golden` and
 //! review the diff.
 
 mod common;
 
-use host_cli::convert::{self, NoSymbols, Symbols};
-use host_cli::profile::{self, Profile};
+use heapsnap_profile::export;
+use heapsnap_profile::import::{self as convert, NoSymbols, Symbols};
+use heapsnap_profile::profile::{self, Profile};
 use sampler_core::decoded::Snapshot;
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -165,11 +166,11 @@ fn outputs(name: &str, snap: &Snapshot) {
     check(&format!("{name}.pprof.txt"), dump(&p).as_bytes());
     check(
         &format!("{name}.folded"),
-        convert::folded(&p, p.default_sample_index()).as_bytes(),
+        export::folded(&p, p.default_sample_index()).as_bytes(),
     );
     check(
         &format!("{name}.heap.txt"),
-        convert::legacy_text(snap, Some(&p)).as_bytes(),
+        export::legacy_text(snap, Some(&p)).as_bytes(),
     );
 }
 
@@ -188,6 +189,6 @@ fn inspect_report() {
     let s = snapshot("firmware", common::firmware_snapshot);
     check(
         "firmware.inspect.txt",
-        host_cli::inspect::report(&s).as_bytes(),
+        heapsnap_profile::import::inspect_report(&s).as_bytes(),
     );
 }

@@ -1,6 +1,13 @@
-//! Symbolization from ELF + DWARF (feature `symbolize`, builds on wasm32 too so the
-//! viewer can symbolize a dropped snapshot + ELF): function (demangled), file and line,
-//! with inlined frames, through `object`, `gimli` and `addr2line`.
+//! Symbolization from ELF + DWARF: function (demangled), file and line, with inlined
+//! frames, through `object`, `gimli` and `addr2line` ([`Elf`]), and which ELF
+//! symbolizes which address of a snapshot ([`Resolver`], the `Symbols` the profile
+//! library's snapshot importer asks for). Pure computation over bytes (files are read
+//! by the caller, see [`Loader`]), so it builds for wasm32 too.
+
+mod resolve;
+
+pub use heapsnap_profile::import::{hex, SymFrame};
+pub use resolve::{ConvertError, Loader, Resolver};
 
 use gimli::{EndianArcSlice, RunTimeEndian};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
@@ -37,8 +44,6 @@ pub enum SymbolizeError {
         reason: String,
     },
 }
-
-pub use crate::convert::SymFrame;
 
 /// Where the frames of an address came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -360,9 +365,4 @@ pub fn demangle(name: &str) -> String {
         Ok(d) => format!("{d:#}"),
         Err(_) => name.to_owned(),
     }
-}
-
-/// Lower-case hex of a build id, as pprof and `file(1)` print it.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -1,4 +1,4 @@
-//! Fixtures shared by host-cli's integration tests.
+//! Fixtures shared by the profile library's and the CLI's integration tests.
 #![allow(dead_code)]
 
 use sampler_core::decoded::{Bucket, Mapping, Snapshot, Stack};

@@ -2,11 +2,42 @@
 //! id (or by name when the snapshot has none), PIE addresses translated through the
 //! mapping and the ELF's program headers; firmware (no mappings) at link addresses.
 
-use super::{hex, mapping_index, snapshot_mappings, ConvertError, Resolved, Symbols};
-use crate::profile::Mapping;
-use crate::symbolize::{Elf, Source};
+use crate::{Elf, Source};
+use heapsnap_profile::import::{hex, mapping_index, snapshot_mappings, Resolved, Symbols};
+use heapsnap_profile::profile::Mapping;
 use sampler_core::decoded::Snapshot;
 use std::collections::HashMap;
+
+/// Why a snapshot cannot be converted.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConvertError {
+    /// An ELF given by the user is from another build than the snapshot's program.
+    #[error("{elf}: build id {elf_id} does not match the snapshot's mapping {mapping} (build id {mapping_id}): the snapshot was taken from a different build of this program")]
+    BuildIdMismatch {
+        /// The ELF's name.
+        elf: String,
+        /// Its build id (hex).
+        elf_id: String,
+        /// The mapping's name.
+        mapping: String,
+        /// The mapping's build id (hex).
+        mapping_id: String,
+    },
+    /// An ELF given by the user matches none of the snapshot's mappings.
+    #[error("{elf} (build id {elf_id}) matches none of the snapshot's mappings: {mappings}")]
+    NoMatchingMapping {
+        /// The ELF's name.
+        elf: String,
+        /// Its build id (hex), or "none".
+        elf_id: String,
+        /// The snapshot's mappings with their build ids.
+        mappings: String,
+    },
+    /// An ELF could not be read.
+    #[error(transparent)]
+    Symbolize(#[from] crate::SymbolizeError),
+}
 
 /// Reads a mapped file by its path, `None` if there is none (the CLI reads the local
 /// file system; the browser has no such thing).

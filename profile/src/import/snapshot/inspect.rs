@@ -75,7 +75,7 @@ pub fn report(s: &Snapshot) -> String {
         let id = if m.build_id.is_empty() {
             "no build id".to_owned()
         } else {
-            format!("build id {}", crate::convert::hex(&m.build_id))
+            format!("build id {}", super::hex(&m.build_id))
         };
         let _ = writeln!(
             o,

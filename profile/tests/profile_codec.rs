@@ -1,7 +1,7 @@
 //! The pprof codec: round trips, gzip sniffing, the gzip-bomb cap, and the validation
 //! errors (each naming what and where).
 
-use host_cli::profile::{self, Builder, Invalid, Line, Mapping, Profile, ProfileError};
+use heapsnap_profile::profile::{self, Builder, Invalid, Line, Mapping, Profile, ProfileError};
 use prost::Message;
 use std::io::Write;
 

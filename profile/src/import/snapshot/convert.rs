@@ -1,20 +1,7 @@
-//! Snapshot → profile: unsampling (Go's `scaleHeapSample`), symbolization, and the
-//! output formats (one file per format, as inferno's `collapse/*`): pprof (the
-//! [`Profile`] itself, written by [`crate::profile::encode`]), folded stacks, and the
-//! legacy gperftools heap text.
+//! Snapshot → profile: unsampling (Go's `scaleHeapSample`), the allocation site (see
+//! [`super::site`]), and symbolization through the [`Symbols`] a caller passes in.
 
-mod folded;
-mod legacy;
-#[cfg(feature = "symbolize")]
-mod resolve;
-pub mod site;
-
-pub use folded::folded;
-pub use legacy::legacy_text;
-#[cfg(feature = "symbolize")]
-pub use resolve::{Loader, Resolver};
-
-use crate::inspect;
+use super::{inspect, site};
 use crate::profile::{Builder, Line, Mapping, Profile};
 use rustc_hash::FxHashMap as HashMap;
 use sampler_core::decoded::Snapshot;
@@ -27,38 +14,6 @@ pub const SAMPLE_TYPES: [(&str, &str); 4] = [
     ("inuse_objects", "count"),
     ("inuse_space", "bytes"),
 ];
-
-/// Why a snapshot cannot be converted.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConvertError {
-    /// An ELF given by the user is from another build than the snapshot's program.
-    #[error("{elf}: build id {elf_id} does not match the snapshot's mapping {mapping} (build id {mapping_id}): the snapshot was taken from a different build of this program")]
-    BuildIdMismatch {
-        /// The ELF's name.
-        elf: String,
-        /// Its build id (hex).
-        elf_id: String,
-        /// The mapping's name.
-        mapping: String,
-        /// The mapping's build id (hex).
-        mapping_id: String,
-    },
-    /// An ELF given by the user matches none of the snapshot's mappings.
-    #[error("{elf} (build id {elf_id}) matches none of the snapshot's mappings: {mappings}")]
-    NoMatchingMapping {
-        /// The ELF's name.
-        elf: String,
-        /// Its build id (hex), or "none".
-        elf_id: String,
-        /// The snapshot's mappings with their build ids.
-        mappings: String,
-    },
-    /// An ELF could not be read.
-    #[cfg(feature = "symbolize")]
-    #[error(transparent)]
-    Symbolize(#[from] crate::symbolize::SymbolizeError),
-}
 
 /// One (possibly inlined) frame at an address.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -87,7 +42,8 @@ pub struct Resolved {
 }
 
 /// What conversion asks of symbolization: the pprof mappings and the frames of each
-/// return address. Without the `symbolize` feature, [`NoSymbols`] keeps addresses.
+/// return address. The `heapsnap-symbolize` crate implements it from ELF files;
+/// [`NoSymbols`] keeps addresses.
 pub trait Symbols {
     /// The mappings locations point into (pprof `Mapping`s without ids; filename and
     /// build id as strings).

@@ -3,8 +3,9 @@
 //! arithmetic), folded output keeps every value, and unsampling is monotone and never
 //! below the sampled value.
 
-use host_cli::convert::{folded, scale_heap_sample};
-use host_cli::profile::{self, Builder, Line, Profile};
+use heapsnap_profile::export::folded;
+use heapsnap_profile::import::scale_heap_sample;
+use heapsnap_profile::profile::{self, Builder, Line, Profile};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 

@@ -4,7 +4,7 @@
 //!
 //! Like Go's `writeHeapInternal`, the header says `@ heap/<2×rate>` (pprof halves it
 //! back) and the reader unsamples with the same `scaleHeapSample` as
-//! [`super::to_profile`], so both formats give `go tool pprof` the same numbers.
+//! [`crate::import::to_profile`], so both formats give `go tool pprof` the same numbers.
 
 use crate::profile::Profile;
 use sampler_core::decoded::Snapshot;

@@ -1,0 +1,116 @@
+//! Importers: one file per input format, each with a `sniff` (is this mine? cheap, no
+//! full decode) and a reader, and one [`guess`] that tries them in order, as inferno's
+//! `collapse/guess.rs` and pprof's `parseLegacy` do. The CLI's input and the viewer's
+//! loader both read through [`guess`], so a new format is one file here plus one line
+//! in [`FORMATS`].
+//!
+//! A snapshot is read as itself ([`Input::Snapshot`]): it becomes a profile through
+//! [`to_profile`] with a symbolizer passed in, so this crate needs no ELF code.
+
+mod folded;
+mod pprof;
+#[cfg(feature = "snapshot")]
+mod snapshot;
+
+use crate::profile::{Profile, ProfileError};
+#[cfg(feature = "snapshot")]
+use sampler_core::decoded::Snapshot;
+#[cfg(feature = "snapshot")]
+pub use snapshot::{
+    bucket_values, comments, hex, inspect_report, mapping_index, scale_heap_sample, site,
+    snapshot_mappings, to_profile, warnings, NoSymbols, Resolved, SymFrame, Symbols, SAMPLE_TYPES,
+};
+
+/// A decoded input file.
+#[derive(Debug)]
+pub enum Input {
+    /// A snapshot; `bad_frames` = frames of a serial capture that were not valid
+    /// snapshots (0 for a plain snapshot file).
+    #[cfg(feature = "snapshot")]
+    Snapshot {
+        /// The snapshot.
+        snapshot: Snapshot,
+        /// Bad frames skipped in a serial capture.
+        bad_frames: usize,
+        /// Frames in the capture (0 = not a capture).
+        frames: usize,
+    },
+    /// A profile: pprof, or a format read into the pprof model.
+    Profile(Profile),
+}
+
+/// Why an input could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputError {
+    /// Zero bytes.
+    #[error("empty input: neither a snapshot nor a pprof profile")]
+    Empty,
+    /// Starts like a snapshot but is not a valid one.
+    #[cfg(feature = "snapshot")]
+    #[error("{0}")]
+    Snapshot(#[from] sampler_core::snapshot::DecodeError),
+    /// Looks like pprof (gzip or protobuf) but is not a valid one.
+    #[error("{0}")]
+    Profile(#[from] ProfileError),
+    /// A serial capture with no good snapshot in it.
+    #[error(
+        "no valid snapshot in the serial capture: {frames} frame(s), all bad (last error: {last})"
+    )]
+    NoGoodFrame {
+        /// Frames found.
+        frames: usize,
+        /// Why the last one was bad.
+        last: String,
+    },
+    /// Text that looks like folded stacks but has a bad line.
+    #[error("folded stacks, line {line}: {what}")]
+    Folded {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// Not recognizable at all.
+    #[error("not a heapsnap snapshot, a COBS serial capture or a pprof profile (starts with {0:02x?}); as pprof: {1}")]
+    Unknown(Vec<u8>, ProfileError),
+}
+
+/// One input format: how to recognize it and how to read it.
+pub struct Format {
+    /// What users call it, for messages and tests.
+    pub name: &'static str,
+    /// Is this file (its whole bytes) in this format? Cheap: looks at a prefix or
+    /// scans for a marker, never decodes the whole file.
+    pub sniff: fn(&[u8]) -> bool,
+    /// Reads a file whose sniff said yes.
+    pub read: fn(&[u8]) -> Result<Input, InputError>,
+}
+
+/// Every input format, in the order [`guess`] tries them: the most specific marker
+/// first, raw protobuf (which has no marker) last.
+pub const FORMATS: &[Format] = &[
+    #[cfg(feature = "snapshot")]
+    snapshot::SNAPSHOT,
+    pprof::GZIP,
+    #[cfg(feature = "snapshot")]
+    snapshot::CAPTURE,
+    folded::FOLDED,
+    pprof::PROTOBUF,
+];
+
+/// Reads bytes as whatever they are: the first of [`FORMATS`] whose sniff says yes.
+pub fn guess(bytes: &[u8]) -> Result<Input, InputError> {
+    if bytes.is_empty() {
+        return Err(InputError::Empty);
+    }
+    match FORMATS.iter().find(|f| (f.sniff)(bytes)) {
+        Some(f) => (f.read)(bytes),
+        None => pprof::read_protobuf(bytes),
+    }
+}
+
+/// The name of the format [`guess`] would read `bytes` as.
+pub fn guess_format(bytes: &[u8]) -> Option<&'static str> {
+    FORMATS.iter().find(|f| (f.sniff)(bytes)).map(|f| f.name)
+}

@@ -1,0 +1,59 @@
+//! heapsnap snapshots (docs/snapshot-format.md) and raw serial captures of COBS-framed
+//! snapshots (the last good one wins), and their conversion to a profile.
+
+mod convert;
+pub mod inspect;
+pub mod site;
+
+pub use convert::{
+    bucket_values, hex, mapping_index, scale_heap_sample, snapshot_mappings, to_profile, NoSymbols,
+    Resolved, SymFrame, Symbols, SAMPLE_TYPES,
+};
+pub use inspect::{comments, report as inspect_report, warnings};
+
+use super::{Format, Input, InputError};
+use sampler_core::snapshot;
+
+/// A snapshot file: the `HSNP` magic at offset 0.
+pub const SNAPSHOT: Format = Format {
+    name: "heapsnap snapshot",
+    sniff: |b| b.starts_with(&snapshot::MAGIC),
+    read: |b| {
+        Ok(Input::Snapshot {
+            snapshot: snapshot::decode(b)?,
+            bad_frames: 0,
+            frames: 0,
+        })
+    },
+};
+
+/// A serial capture: COBS leaves the magic intact (it has no zero byte), so every
+/// frame shows it after its code byte, even one that fails to decode; a plain snapshot
+/// has it at 0 instead. A protobuf practically never shows it.
+pub const CAPTURE: Format = Format {
+    name: "heapsnap serial capture (COBS)",
+    sniff: |b| !b.starts_with(&snapshot::MAGIC) && b.windows(4).any(|w| w == snapshot::MAGIC),
+    read: read_capture,
+};
+
+fn read_capture(bytes: &[u8]) -> Result<Input, InputError> {
+    let capture = snapshot::decode_frames(bytes);
+    if let Some(s) = capture.last_good() {
+        return Ok(Input::Snapshot {
+            snapshot: s.clone(),
+            bad_frames: capture.bad_count(),
+            frames: capture.frames.len(),
+        });
+    }
+    let last = capture
+        .frames
+        .iter()
+        .rev()
+        .find_map(|f| f.result.as_ref().err())
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    Err(InputError::NoGoodFrame {
+        frames: capture.frames.len(),
+        last,
+    })
+}
