@@ -28,6 +28,7 @@ tasks:
                                  (--matrix: at every opt-level, with and without LTO)
   bench                          run the criterion benchmarks and print their figures
   device                         sampler-core device builds, no-panic link test, flash size
+  check                          rustfmt, clippy (warnings denied), viewer/device feature builds
   fuzz                           run every cargo-fuzz target briefly (as `test` does)
 ";
 
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
         "firmware" => firmware::run(rest),
         "bench" => test::bench(rest),
         "device" => sampler::device_checks(),
+        "check" => test::checks(),
         "fuzz" => fuzz::fuzz_smoke(),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");

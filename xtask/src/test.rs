@@ -48,6 +48,10 @@ pub fn run(args: &[String]) -> Res {
     };
 
     go(
+        "checks: rustfmt, clippy (warnings denied), the viewer's and device's feature sets",
+        &checks,
+    );
+    go(
         "sampler-core device builds, link test and flash size",
         &crate::sampler::device_checks,
     );
@@ -87,6 +91,34 @@ pub fn run(args: &[String]) -> Res {
     } else {
         Err(format!("{failed} step(s) failed"))
     }
+}
+
+/// What the compiler alone does not hold the code to: formatting, clippy with warnings
+/// denied (so the device crate's `#![deny(clippy::unwrap_used, …)]` are enforced), and
+/// native builds with exactly the features the viewer and the device use (the tests
+/// build everything with `--all-features`, which would hide a missing `cfg`).
+pub fn checks() -> Res {
+    tools::run(cargo().args(["fmt", "--all", "--check"]))?;
+    tools::run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--all-features",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    tools::run(cargo().args([
+        "clippy",
+        "-p",
+        "sampler-core",
+        "--no-default-features",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    tools::run(cargo().args(["build", "-p", "heapsnap-profile", "--no-default-features"]))?;
+    tools::run(cargo().args(["build", "-p", "viewer-wasm"]))
 }
 
 /// Host tests of every workspace crate, with the paths of artifacts built by earlier
