@@ -178,11 +178,6 @@ impl<'s> Resolver<'s> {
     pub fn warnings(&self) -> &[String] {
         &self.warnings
     }
-
-    /// The ELFs in use.
-    pub fn elves(&self) -> &[Elf] {
-        &self.elves
-    }
 }
 
 impl Symbols for Resolver<'_> {

@@ -6,7 +6,7 @@ use crate::tools::{self, cargo, step, Res};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Bundle budgets (STYLE.md "Watch the bundle"): the optimized `.wasm`, raw and gzipped.
+/// Bundle budgets (docs/STYLE.md "Watch the bundle"): the optimized `.wasm`, raw and gzipped.
 const BUDGET_RAW: u64 = 300 * 1024;
 const BUDGET_GZ: u64 = 120 * 1024;
 

@@ -20,6 +20,20 @@ pub struct Builder {
     mapping_start: HashMap<u64, u64>,
 }
 
+/// What symbolization provided for a mapping: pprof's `has_*` flags, which tell
+/// pprof whether to try symbolizing it again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MappingFlags {
+    /// Some location has a function name.
+    pub functions: bool,
+    /// Some location has a file name.
+    pub filenames: bool,
+    /// Some location has a line number.
+    pub line_numbers: bool,
+    /// Inline frames are known (DWARF, not a symbol table).
+    pub inline_frames: bool,
+}
+
 /// The first word of a [`Builder`] key.
 #[derive(Clone, Copy)]
 enum Kind {
@@ -181,19 +195,12 @@ impl Builder {
 
     /// Replaces the symbolization flags of a mapping (set once everything about it is
     /// known).
-    pub fn mapping_flags(
-        &mut self,
-        id: u64,
-        functions: bool,
-        filenames: bool,
-        line_numbers: bool,
-        inline_frames: bool,
-    ) {
+    pub fn mapping_flags(&mut self, id: u64, f: MappingFlags) {
         if let Some(m) = self.p.mapping.iter_mut().find(|m| m.id == id) {
-            m.has_functions = functions;
-            m.has_filenames = filenames;
-            m.has_line_numbers = line_numbers;
-            m.has_inline_frames = inline_frames;
+            m.has_functions = f.functions;
+            m.has_filenames = f.filenames;
+            m.has_line_numbers = f.line_numbers;
+            m.has_inline_frames = f.inline_frames;
         }
     }
 
@@ -276,16 +283,6 @@ impl Builder {
             } else {
                 self.string(unit)
             },
-        }
-    }
-
-    /// A string label.
-    pub fn str_label(&mut self, key: &str, value: &str) -> Label {
-        Label {
-            key: self.string(key),
-            str: self.string(value),
-            num: 0,
-            num_unit: 0,
         }
     }
 

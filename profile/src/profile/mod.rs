@@ -10,7 +10,7 @@ mod merge;
 pub mod proto;
 mod validate;
 
-pub use builder::Builder;
+pub use builder::{Builder, MappingFlags};
 #[cfg(feature = "gzip")]
 pub use codec::encode;
 pub use codec::{decode, decode_with_limit, inflate, is_gzip, DEFAULT_MAX_INFLATED};

@@ -2,7 +2,7 @@
 //! [`super::site`]), and symbolization through the [`Symbols`] a caller passes in.
 
 use super::{inspect, site};
-use crate::profile::{Builder, Line, Mapping, Profile};
+use crate::profile::{Builder, Line, Mapping, MappingFlags, Profile};
 use rustc_hash::FxHashMap as HashMap;
 use sampler_core::decoded::Snapshot;
 
@@ -136,37 +136,7 @@ pub fn to_profile(
     symbols: &mut dyn Symbols,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Profile {
-    let mut b = Builder::new();
-    for (t, u) in SAMPLE_TYPES {
-        b.sample_type(t, u);
-    }
-    b.period(
-        "space",
-        "bytes",
-        i64::try_from(snap.sample_rate).unwrap_or(i64::MAX),
-    );
-    for c in inspect::comments(snap) {
-        b.comment(&c);
-    }
-
-    let maps: Vec<u64> = symbols
-        .mappings()
-        .iter()
-        .map(|(m, file, id)| b.mapping(m, file, id).0)
-        .collect();
-    // Per pprof mapping: what symbolization provided (functions, files, lines, dwarf).
-    let mut flags: HashMap<u64, [bool; 4]> = HashMap::default();
-    // Location ids by (address, innermost frames trimmed at an allocation site).
-    let mut locations: HashMap<(u64, usize), u64> = HashMap::default();
-    // Per address: its frames and `site::library_lead`, resolved once.
-    let mut resolved: HashMap<u64, (Resolved, (usize, usize))> = HashMap::default();
-    // Per stack: its location ids (buckets of several sizes share a stack).
-    let mut stack_locs: HashMap<u32, Vec<u64>> = HashMap::default();
-    let stacks: HashMap<u32, &[u64]> = snap
-        .stacks
-        .iter()
-        .map(|s| (s.id, s.frames.as_slice()))
-        .collect();
+    let mut c = Converter::new(snap, symbols);
     let total = snap.buckets.len() as u64;
     for (n, bucket) in snap.buckets.iter().enumerate() {
         if n % 4096 == 0 {
@@ -178,73 +148,149 @@ pub fn to_profile(
         }
         let size = i64::try_from(bucket.size).unwrap_or(i64::MAX);
         let label = if size != 0 {
-            vec![b.num_label("bytes", size, "")]
+            vec![c.b.num_label("bytes", size, "")]
         } else {
             vec![]
         };
-        if let Some(locs) = stack_locs.get(&bucket.stack_id) {
-            b.sample(locs.clone(), values.to_vec(), label);
-            continue;
+        let locs = c.stack_locations(bucket.stack_id);
+        c.b.sample(locs, values.to_vec(), label);
+    }
+    progress(total, total);
+    c.finish()
+}
+
+/// A return address, symbolized once.
+struct Address {
+    resolved: Resolved,
+    /// `site::library_lead` of its frames: (frames, leading allocator-plumbing frames).
+    lead: (usize, usize),
+}
+
+/// The state of one [`to_profile`] run: the builder, and what was already resolved or
+/// built, so each address is symbolized once and each stack's locations built once.
+struct Converter<'a> {
+    b: Builder,
+    symbols: &'a mut dyn Symbols,
+    /// pprof mapping id of each of `symbols.mappings()`, by index.
+    mapping_ids: Vec<u64>,
+    /// Per pprof mapping id: what symbolization provided for it.
+    flags: HashMap<u64, MappingFlags>,
+    /// Every address seen, symbolized.
+    addresses: HashMap<u64, Address>,
+    /// Location id by (address, innermost frames trimmed at an allocation site).
+    locations: HashMap<(u64, usize), u64>,
+    /// The snapshot's stacks by id, and the location ids built for each (buckets of
+    /// several sizes share a stack).
+    frames: HashMap<u32, &'a [u64]>,
+    stacks: HashMap<u32, Vec<u64>>,
+}
+
+impl<'a> Converter<'a> {
+    fn new(snap: &'a Snapshot, symbols: &'a mut dyn Symbols) -> Self {
+        let mut b = Builder::new();
+        for (t, u) in SAMPLE_TYPES {
+            b.sample_type(t, u);
         }
-        let frames = stacks.get(&bucket.stack_id).copied().unwrap_or(&[]);
+        b.period(
+            "space",
+            "bytes",
+            i64::try_from(snap.sample_rate).unwrap_or(i64::MAX),
+        );
+        for c in inspect::comments(snap) {
+            b.comment(&c);
+        }
+        let mapping_ids = symbols
+            .mappings()
+            .iter()
+            .map(|(m, file, id)| b.mapping(m, file, id).0)
+            .collect();
+        Converter {
+            b,
+            symbols,
+            mapping_ids,
+            flags: HashMap::default(),
+            addresses: HashMap::default(),
+            locations: HashMap::default(),
+            frames: snap
+                .stacks
+                .iter()
+                .map(|s| (s.id, s.frames.as_slice()))
+                .collect(),
+            stacks: HashMap::default(),
+        }
+    }
+
+    /// The location ids of a stack, leaf first, from its allocation site on: leaf
+    /// frames of the allocator's plumbing are trimmed (see `site`), so every reader
+    /// shows the allocating function as the leaf.
+    fn stack_locations(&mut self, stack_id: u32) -> Vec<u64> {
+        if let Some(locs) = self.stacks.get(&stack_id) {
+            return locs.clone();
+        }
+        let frames = self.frames.get(&stack_id).copied().unwrap_or(&[]);
         for &addr in frames {
-            resolved.entry(addr).or_insert_with(|| {
-                let r = symbols.resolve(addr);
+            if !self.addresses.contains_key(&addr) {
+                let resolved = self.symbols.resolve(addr);
                 let lead = site::library_lead(
-                    r.frames
+                    resolved
+                        .frames
                         .iter()
                         .map(|f| (f.function.as_str(), f.file.as_str())),
                 );
-                (r, lead)
-            });
+                self.addresses.insert(addr, Address { resolved, lead });
+            }
         }
-        // The allocation site: leaf frames of the allocator's plumbing are trimmed
-        // (see `site`), so every reader shows the allocating function as the leaf.
         let (first, skip) = site::allocation_site_of_leads(
             frames
                 .iter()
-                .map(|a| resolved.get(a).map_or((0, 0), |r| r.1)),
+                .map(|a| self.addresses.get(a).map_or((0, 0), |r| r.lead)),
         );
         let frames = frames.get(first..).unwrap_or(&[]);
-        let mut locs = Vec::with_capacity(frames.len());
-        for (k, &addr) in frames.iter().enumerate() {
-            let skip = if k == 0 { skip } else { 0 };
-            let id = match locations.get(&(addr, skip)) {
-                Some(&id) => id,
-                None => {
-                    let Some((r, _)) = resolved.get(&addr) else {
-                        continue;
-                    };
-                    let mapping_id = r.mapping.and_then(|i| maps.get(i)).copied().unwrap_or(0);
-                    let mut lines = Vec::with_capacity(r.frames.len());
-                    for f in r.frames.iter().skip(skip) {
-                        let fid = b.function(&f.function, &f.system_name, &f.file, 0);
-                        lines.push(Line {
-                            function_id: fid,
-                            line: i64::from(f.line),
-                            column: 0,
-                        });
-                    }
-                    if mapping_id != 0 && !r.frames.is_empty() {
-                        let fl = flags.entry(mapping_id).or_default();
-                        fl[0] |= r.frames.iter().any(|f| !f.function.is_empty());
-                        fl[1] |= r.frames.iter().any(|f| !f.file.is_empty());
-                        fl[2] |= r.frames.iter().any(|f| f.line != 0);
-                        fl[3] |= r.dwarf;
-                    }
-                    let id = b.location(mapping_id, addr, lines, false);
-                    locations.insert((addr, skip), id);
-                    id
-                }
-            };
-            locs.push(id);
+        let locs: Vec<u64> = frames
+            .iter()
+            .enumerate()
+            .filter_map(|(k, &addr)| self.location(addr, if k == 0 { skip } else { 0 }))
+            .collect();
+        self.stacks.insert(stack_id, locs.clone());
+        locs
+    }
+
+    /// The location of a (resolved) address with its `skip` innermost frames dropped.
+    fn location(&mut self, addr: u64, skip: usize) -> Option<u64> {
+        if let Some(&id) = self.locations.get(&(addr, skip)) {
+            return Some(id);
         }
-        stack_locs.insert(bucket.stack_id, locs.clone());
-        b.sample(locs, values.to_vec(), label);
+        let r = &self.addresses.get(&addr)?.resolved;
+        let mapping_id = r
+            .mapping
+            .and_then(|i| self.mapping_ids.get(i))
+            .copied()
+            .unwrap_or(0);
+        let mut lines = Vec::with_capacity(r.frames.len());
+        for f in r.frames.iter().skip(skip) {
+            let fid = self.b.function(&f.function, &f.system_name, &f.file, 0);
+            lines.push(Line {
+                function_id: fid,
+                line: i64::from(f.line),
+                column: 0,
+            });
+        }
+        if mapping_id != 0 && !r.frames.is_empty() {
+            let f = self.flags.entry(mapping_id).or_default();
+            f.functions |= r.frames.iter().any(|f| !f.function.is_empty());
+            f.filenames |= r.frames.iter().any(|f| !f.file.is_empty());
+            f.line_numbers |= r.frames.iter().any(|f| f.line != 0);
+            f.inline_frames |= r.dwarf;
+        }
+        let id = self.b.location(mapping_id, addr, lines, false);
+        self.locations.insert((addr, skip), id);
+        Some(id)
     }
-    progress(total, total);
-    for (id, [f, n, l, i]) in flags {
-        b.mapping_flags(id, f, n, l, i);
+
+    fn finish(mut self) -> Profile {
+        for (id, f) in self.flags {
+            self.b.mapping_flags(id, f);
+        }
+        self.b.finish()
     }
-    b.finish()
 }
