@@ -27,33 +27,12 @@ pub struct Cycle {
     pub free_bytes: u64,
 }
 
-/// Everything the sampler had to drop or skip, so nothing is lost silently.
-/// Travels in every snapshot.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Counters {
-    /// Allocations that were sampled (whether or not they could be recorded).
-    pub samples: u64,
-    /// Samples dropped because the stack table was full.
-    pub stack_table_full: u64,
-    /// Samples dropped because the bucket table was full.
-    pub bucket_table_full: u64,
-    /// Sampled objects not tracked because the live-object map was full
-    /// (their frees cannot be credited).
-    pub live_map_full: u64,
-    /// Recordings skipped because the profiler was re-entered (e.g. an interrupt
-    /// allocated while the profiler was recording).
-    pub reentrant: u64,
-    /// Frees of sampled-looking addresses the live map did not know.
-    pub unknown_frees: u64,
-    /// Stacks cut at the maximum depth.
-    pub truncated_stacks: u64,
-}
-
 #[cfg(feature = "decode")]
 pub mod decoded;
 pub mod snapshot;
 
 mod alloc;
+mod counters;
 #[cfg(all(feature = "std", target_os = "linux"))]
 pub mod mappings;
 mod profiler;
@@ -63,6 +42,7 @@ pub mod stack;
 pub mod tables;
 
 pub use alloc::ProfiledAlloc;
+pub use counters::{CounterInfo, Counters};
 pub use profiler::{Profiler, Recorded};
 pub use source::{ProfilerView, SnapshotError};
 #[cfg(all(feature = "std", unix))]

@@ -101,15 +101,7 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
             reentrant: Mutex::new(Cell::new(0)),
             locked: Mutex::new(RefCell::new(Locked {
                 tables: Tables::new(),
-                counters: Counters {
-                    samples: 0,
-                    stack_table_full: 0,
-                    bucket_table_full: 0,
-                    live_map_full: 0,
-                    reentrant: 0,
-                    unknown_frees: 0,
-                    truncated_stacks: 0,
-                },
+                counters: Counters::ZERO,
                 rate,
                 rng: IntervalRng::new(seed),
             })),

@@ -39,8 +39,9 @@ pub const MAGIC: [u8; 4] = *b"HSNP";
 /// Bumped on any change to the byte layout (see "Versioning" in the spec).
 pub const VERSION: u16 = 1;
 
-/// Number of [`Counters`] fields a version-1 encoder writes, in spec order.
-pub const COUNTERS_V1: usize = 7;
+/// Number of counters every version-1 snapshot carries (a decoder rejects fewer):
+/// the `v1` part of the counter table, so the spec's minimum cannot drift from it.
+pub const COUNTERS_V1: usize = Counters::V1;
 
 /// Scalar header fields of a snapshot (everything but the tables).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -153,23 +153,16 @@ pub fn decode_prefix(bytes: &[u8]) -> Result<(Snapshot, usize)> {
             format!("{n} counters (version 1 has at least {COUNTERS_V1})"),
         );
     }
-    let mut c = [0u64; COUNTERS_V1];
+    // Counters this reader does not know are skipped (appended by later encoders);
+    // known ones an older encoder did not write stay zero.
+    let mut c = [0u64; Counters::LEN];
     for i in 0..n {
         let v = r.varint()?;
-        // Counters beyond the known ones are skipped (appended by later encoders).
         if let Some(slot) = c.get_mut(i) {
             *slot = v;
         }
     }
-    let counters = Counters {
-        samples: c[0],
-        stack_table_full: c[1],
-        bucket_table_full: c[2],
-        live_map_full: c[3],
-        reentrant: c[4],
-        unknown_frees: c[5],
-        truncated_stacks: c[6],
-    };
+    let counters = Counters::from_array(c);
 
     let n = r.count(MIN_MAPPING)?;
     let mut mappings = Vec::with_capacity(n);

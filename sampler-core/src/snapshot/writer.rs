@@ -6,7 +6,7 @@ use postcard::ser_flavors::{Flavor, Slice};
 use serde::Serializer as _;
 
 use super::crc::CrcFlavor;
-use super::{CobsFlavor, SnapshotSource, COUNTERS_V1, MAGIC, VERSION};
+use super::{CobsFlavor, SnapshotSource, MAGIC, VERSION};
 
 /// Why a snapshot could not be written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,17 +80,9 @@ where
     out.output.try_push(h.word_size)?;
     out.serialize_u64(h.sample_rate)?;
     out.serialize_u64(h.cycle)?;
-    let c = h.counters;
-    let counters: [u64; COUNTERS_V1] = [
-        c.samples,
-        c.stack_table_full,
-        c.bucket_table_full,
-        c.live_map_full,
-        c.reentrant,
-        c.unknown_frees,
-        c.truncated_stacks,
-    ];
-    out.serialize_u64(COUNTERS_V1 as u64)?;
+    // The whole counter table, in its order (a version-1 reader keeps what it knows).
+    let counters = h.counters.to_array();
+    out.serialize_u64(counters.len() as u64)?;
     for v in counters {
         out.serialize_u64(v)?;
     }

@@ -2,12 +2,23 @@
 //! plain-language warnings, so nothing the sampler had to drop goes unnoticed.
 
 use sampler_core::decoded::Snapshot;
+use sampler_core::Counters;
 use std::fmt::Write;
 
 /// Plain-language warnings for every non-zero drop/overflow counter (and a sampler
 /// that was off), each with what to do about it.
 pub fn warnings(s: &Snapshot) -> Vec<String> {
-    let c = &s.counters;
+    // Every counter by name, no `..`: a counter added to the table does not compile
+    // here until it has a warning or is bound to `_` (`samples` is not a drop).
+    let Counters {
+        samples: _,
+        stack_table_full,
+        bucket_table_full,
+        live_map_full,
+        reentrant,
+        unknown_frees,
+        truncated_stacks,
+    } = s.counters;
     let mut w = Vec::new();
     let mut add = |n: u64, text: &str| {
         if n != 0 {
@@ -15,21 +26,21 @@ pub fn warnings(s: &Snapshot) -> Vec<String> {
         }
     };
     add(
-        c.stack_table_full,
+        stack_table_full,
         "stack table full: {n} samples dropped; raise STACKS (the profiler's `S` stacks or `F` frame-arena capacity)",
     );
     add(
-        c.bucket_table_full,
+        bucket_table_full,
         "bucket table full: {n} samples dropped; raise BUCKETS (the profiler's `B` capacity)",
     );
-    add(c.live_map_full, "live-object map full: {n} sampled objects untracked, their frees are not credited (in use is overstated); raise LIVE (the profiler's `L` capacity)");
+    add(live_map_full, "live-object map full: {n} sampled objects untracked, their frees are not credited (in use is overstated); raise LIVE (the profiler's `L` capacity)");
     add(
-        c.reentrant,
+        reentrant,
         "re-entered: {n} allocations made while the profiler was recording were skipped",
     );
-    add(c.unknown_frees, "{n} frees of addresses the live-object map did not know (freed before profiling started, or evicted)");
+    add(unknown_frees, "{n} frees of addresses the live-object map did not know (freed before profiling started, or evicted)");
     add(
-        c.truncated_stacks,
+        truncated_stacks,
         "{n} stacks cut at the maximum depth: callers beyond it are missing; raise DEPTH (the profiler's `D`)",
     );
     if s.sample_rate == 0 {
@@ -41,13 +52,17 @@ pub fn warnings(s: &Snapshot) -> Vec<String> {
 /// The comments a converted profile carries: producer, header fields, counters and
 /// warnings (pprof shows them with `-comments`).
 pub fn comments(s: &Snapshot) -> Vec<String> {
-    let c = &s.counters;
+    let counters: Vec<String> = s
+        .counters
+        .iter()
+        .map(|(name, v)| format!("{name}={v}"))
+        .collect();
     let mut v = vec![
-        format!("heapsnap snapshot v{}: word size {}, sample rate {} bytes, cycle {}", s.version, s.word_size, s.sample_rate, s.cycle),
         format!(
-            "counters: samples={} stack_table_full={} bucket_table_full={} live_map_full={} reentrant={} unknown_frees={} truncated_stacks={}",
-            c.samples, c.stack_table_full, c.bucket_table_full, c.live_map_full, c.reentrant, c.unknown_frees, c.truncated_stacks
+            "heapsnap snapshot v{}: word size {}, sample rate {} bytes, cycle {}",
+            s.version, s.word_size, s.sample_rate, s.cycle
         ),
+        format!("counters: {}", counters.join(" ")),
     ];
     v.extend(warnings(s).into_iter().map(|w| format!("warning: {w}")));
     v
@@ -55,7 +70,6 @@ pub fn comments(s: &Snapshot) -> Vec<String> {
 
 /// The `heapsnap inspect` report.
 pub fn report(s: &Snapshot) -> String {
-    let c = &s.counters;
     let mut o = String::new();
     let _ = writeln!(o, "format version   {}", s.version);
     let _ = writeln!(o, "word size        {} bytes", s.word_size);
@@ -108,16 +122,13 @@ pub fn report(s: &Snapshot) -> String {
         ab.saturating_sub(fb)
     );
     let _ = writeln!(o, "counters");
-    for (name, v) in [
-        ("samples", c.samples),
-        ("stack_table_full", c.stack_table_full),
-        ("bucket_table_full", c.bucket_table_full),
-        ("live_map_full", c.live_map_full),
-        ("reentrant", c.reentrant),
-        ("unknown_frees", c.unknown_frees),
-        ("truncated_stacks", c.truncated_stacks),
-    ] {
-        let _ = writeln!(o, "  {name:<17} {v}");
+    let width = Counters::LIST
+        .iter()
+        .map(|c| c.name.len())
+        .max()
+        .unwrap_or(0);
+    for (name, v) in s.counters.iter() {
+        let _ = writeln!(o, "  {name:<width$} {v}");
     }
     let w = warnings(s);
     if w.is_empty() {
