@@ -46,6 +46,10 @@ struct SymArgs {
     /// Do not look for mapped files on this machine.
     #[arg(long)]
     no_local: bool,
+    /// Use the --elf files even when they do not fit the snapshot (another word size;
+    /// firmware return addresses outside their code or not after a call in it).
+    #[arg(long)]
+    force_elf: bool,
 }
 
 #[derive(Subcommand)]
@@ -253,6 +257,9 @@ fn symbolized(snap: &Snapshot, sym: &SymArgs) -> Result<Profile> {
             Some(&mut load as &mut dyn FnMut(&str) -> Option<Vec<u8>>)
         },
     )?;
+    if !sym.force_elf {
+        resolver.verify()?;
+    }
     for w in resolver.warnings() {
         eprintln!("heapsnap: warning: {w}");
     }

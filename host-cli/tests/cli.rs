@@ -347,3 +347,60 @@ fn diff_of_snapshots_is_a_profile() {
     let table = ok(heapsnap().arg("diff").arg(&b).arg(&n).output().unwrap());
     assert!(table.contains("+"), "{table}");
 }
+
+/// Wrong-ELF cases that used to give confident garbage with exit 0: a 64-bit ELF for
+/// a 32-bit firmware snapshot, a snapshot where the ELF goes, an ELF where the input
+/// goes. Each is a clear error; `--force-elf` overrides the fit check.
+#[test]
+fn a_wrong_elf_is_refused_with_what_does_not_fit() {
+    let d = common::tmp("cli");
+    let snap = write(&d, "fw.snap", &snap_bytes());
+    // This test binary's own heapsnap: an x86-64 ELF with DWARF.
+    let x86 = PathBuf::from(env!("CARGO_BIN_EXE_heapsnap"));
+    let e = fails(
+        heapsnap()
+            .args(["top", "--elf"])
+            .arg(&x86)
+            .arg(&snap)
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        e.contains("does not fit the snapshot")
+            && e.contains("64-bit ELF and the snapshot holds 32-bit addresses")
+            && e.contains("--force-elf"),
+        "{e}"
+    );
+    let forced = heapsnap()
+        .args(["top", "--force-elf", "--elf"])
+        .arg(&x86)
+        .arg(&snap)
+        .output()
+        .unwrap();
+    assert!(
+        forced.status.success(),
+        "{}",
+        String::from_utf8_lossy(&forced.stderr)
+    );
+
+    let e = fails(
+        heapsnap()
+            .args(["convert", "--elf"])
+            .arg(&snap)
+            .arg(&snap)
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        e.contains("fw.snap: not a readable ELF file: it is a heapsnap snapshot: give it as the input file"),
+        "{e}"
+    );
+
+    for cmd in ["top", "convert", "inspect"] {
+        let e = fails(heapsnap().arg(cmd).arg(&x86).output().unwrap());
+        assert!(
+            e.contains("this is an ELF file") && e.contains("give it with --elf"),
+            "{cmd}: {e}"
+        );
+    }
+}

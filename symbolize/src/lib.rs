@@ -62,8 +62,12 @@ pub struct Elf {
     name: String,
     build_id: Option<Vec<u8>>,
     arm: bool,
+    /// Bytes per address: 4 or 8 (the ELF class).
+    word_size: u8,
     /// PT_LOAD segments: (file offset, file size, virtual address, memory size).
     segments: Vec<(u64, u64, u64, u64)>,
+    /// ARM only: executable segments' bytes by address.
+    arm_code: Vec<(u64, Vec<u8>)>,
     /// Names of the function symbols in `.symtab` (empty without one): a function
     /// DWARF names but the linker kept no symbol of was discarded
     /// ([`Elf::is_live_function`]).
@@ -102,6 +106,14 @@ impl Elf {
             name: name.to_owned(),
             reason: e.to_string(),
         };
+        if data.starts_with(&sampler_core::snapshot::MAGIC) {
+            return Err(SymbolizeError::NotElf {
+                name: name.to_owned(),
+                reason: "it is a heapsnap snapshot: give it as the input file, and the \
+                         program's ELF with --elf"
+                    .to_owned(),
+            });
+        }
         let obj = object::File::parse(data).map_err(not_elf)?;
         if obj.format() != object::BinaryFormat::Elf {
             return Err(SymbolizeError::NotElf {
@@ -111,6 +123,18 @@ impl Elf {
         }
         let build_id = obj.build_id().map_err(not_elf)?.map(<[u8]>::to_vec);
         let arm = matches!(obj.architecture(), object::Architecture::Arm);
+        // Thumb code, kept to check that return addresses follow calls (firmware has
+        // no build id to check against; see `follows_call`). Small: flash-sized.
+        let arm_code = if arm {
+            obj.segments()
+                .filter(|s| {
+                    matches!(s.flags(), object::SegmentFlags::Elf { p_flags, .. } if p_flags.contains(object::elf::PF_X))
+                })
+                .filter_map(|s| Some((s.address(), s.data().ok()?.to_vec())))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let segments = obj
             .segments()
             .map(|s| {
@@ -171,7 +195,9 @@ impl Elf {
             name: name.to_owned(),
             build_id,
             arm,
+            word_size: if obj.is_64() { 8 } else { 4 },
             segments,
+            arm_code,
             symbol_names,
             ctx,
             symbols,
@@ -196,6 +222,35 @@ impl Elf {
     /// Is it an ARM (32-bit) ELF, whose code addresses carry the Thumb bit?
     pub fn is_arm(&self) -> bool {
         self.arm
+    }
+
+    /// Bytes per address of its code: 4 (ELF32) or 8 (ELF64).
+    pub fn word_size(&self) -> u8 {
+        self.word_size
+    }
+
+    /// Does the instruction before return address `ret` (a link address) call? Only
+    /// known for ARM Thumb code: a 32-bit `BL`/`BLX` immediate or a 16-bit `BLX`
+    /// register. A return address from another build of the firmware lands on some
+    /// instruction of this one, rarely right after a call: that is how a wrong ELF is
+    /// told apart when the snapshot carries no build id. `None` = cannot tell.
+    pub fn follows_call(&self, ret: u64) -> Option<bool> {
+        let ret = ret & !1;
+        let (base, code) = self
+            .arm_code
+            .iter()
+            .find(|(a, c)| ret > *a && ret - a <= c.len() as u64)?;
+        let at = usize::try_from(ret - base).ok()?;
+        let half = |end: usize| {
+            let b = code.get(end.checked_sub(2)?..end)?;
+            Some(u16::from_le_bytes([b[0], b[1]]))
+        };
+        let blx_reg = half(at).is_some_and(|h| h & 0xff87 == 0x4780);
+        let bl = match (at.checked_sub(2).and_then(half), half(at)) {
+            (Some(h1), Some(h2)) => h1 & 0xf800 == 0xf000 && h2 & 0xc000 == 0xc000,
+            _ => false,
+        };
+        Some(blx_reg || bl)
     }
 
     /// Lowest and highest+1 virtual address of the loadable segments (link addresses),

@@ -34,6 +34,16 @@ pub enum ConvertError {
         /// The snapshot's mappings with their build ids.
         mappings: String,
     },
+    /// A given ELF does not fit the snapshot: another word size, or (firmware, which
+    /// has no build id to compare) return addresses outside its code or not after a
+    /// call in it.
+    #[error("{elf} does not fit the snapshot: {why}; pass the ELF of the build that ran (or --force-elf to use this one anyway)")]
+    ElfMismatch {
+        /// The ELF's name.
+        elf: String,
+        /// What does not fit.
+        why: String,
+    },
     /// An ELF could not be read.
     #[error(transparent)]
     Symbolize(#[from] crate::SymbolizeError),
@@ -51,6 +61,8 @@ pub struct Resolver<'s> {
     by_mapping: Vec<Option<usize>>,
     /// Firmware: no mappings in the snapshot; addresses are link addresses.
     firmware: bool,
+    /// How many of `elves` the caller gave (the rest were found through mappings).
+    given: usize,
     warnings: Vec<String>,
 }
 
@@ -125,6 +137,7 @@ impl<'s> Resolver<'s> {
                 }
             }
         }
+        let given_count = given.len();
         let mut elves = given;
         if let (false, Some(load)) = (firmware, load.as_mut()) {
             let mut loaded: HashMap<String, Option<usize>> = HashMap::new();
@@ -170,8 +183,89 @@ impl<'s> Resolver<'s> {
             elves,
             by_mapping,
             firmware,
+            given: given_count,
             warnings,
         })
+    }
+
+    /// Checks that the ELFs the caller gave can be the snapshot's program, beyond the
+    /// build ids [`Resolver::new`] compares: the word size, and for firmware (no
+    /// mappings, no build id) that its return addresses lie in the ELFs' loaded
+    /// segments and, in Thumb code, right after call instructions. A wrong ELF gives
+    /// confident garbage otherwise. More than half of the addresses failing is an
+    /// error; a few (a corrupt frame chain) is a warning.
+    pub fn verify(&mut self) -> Result<(), ConvertError> {
+        let given = self.elves.get(..self.given).unwrap_or(&[]);
+        for e in given {
+            if e.word_size() != self.snap.word_size {
+                return Err(ConvertError::ElfMismatch {
+                    elf: e.name().to_owned(),
+                    why: format!(
+                        "it is a {}-bit ELF and the snapshot holds {}-bit addresses",
+                        u32::from(e.word_size()) * 8,
+                        u32::from(self.snap.word_size) * 8
+                    ),
+                });
+            }
+        }
+        if !self.firmware || given.is_empty() {
+            return Ok(());
+        }
+        let mut addrs: Vec<u64> = self
+            .snap
+            .stacks
+            .iter()
+            .flat_map(|s| s.frames.iter().copied())
+            .collect();
+        addrs.sort_unstable();
+        addrs.dedup();
+        let (mut outside, mut calls, mut not_calls) = (0usize, 0usize, 0usize);
+        for &a in &addrs {
+            let elf = given.iter().find(|e| {
+                let a = if e.is_arm() { a & !1 } else { a };
+                e.contains_vaddr(a.saturating_sub(1))
+            });
+            match elf.map(|e| e.follows_call(a)) {
+                None => outside += 1,
+                Some(Some(true)) => calls += 1,
+                Some(Some(false)) => not_calls += 1,
+                Some(None) => {}
+            }
+        }
+        let names = given.iter().map(Elf::name).collect::<Vec<_>>().join(", ");
+        let total = addrs.len();
+        if outside * 2 > total {
+            let ranges: Vec<String> = given
+                .iter()
+                .map(|e| {
+                    let (lo, hi) = e.vaddr_range();
+                    format!("{lo:#x}..{hi:#x}")
+                })
+                .collect();
+            return Err(ConvertError::ElfMismatch {
+                elf: names,
+                why: format!(
+                    "{outside} of the snapshot's {total} return addresses lie outside its loaded segments ({}); a firmware snapshot carries no build id to check",
+                    ranges.join(", ")
+                ),
+            });
+        }
+        if not_calls > calls {
+            return Err(ConvertError::ElfMismatch {
+                elf: names,
+                why: format!(
+                    "{not_calls} of {} return addresses do not follow a call instruction in it (another build of the firmware?); a firmware snapshot carries no build id to check",
+                    calls + not_calls
+                ),
+            });
+        }
+        if outside + not_calls > 0 {
+            self.warnings.push(format!(
+                "{} of {total} return addresses do not fit {names} (outside its code or not after a call): a corrupt frame chain, or the wrong ELF",
+                outside + not_calls
+            ));
+        }
+        Ok(())
     }
 
     /// Problems met with ELFs found on disk (for the profile's comments / stderr).

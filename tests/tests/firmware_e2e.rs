@@ -397,3 +397,49 @@ fn thumb_stacks_are_whole_and_nothing_was_dropped() {
     ];
     assert_eq!(frames, expected, "the leak's stack, leaf to root:\n{leak}");
 }
+
+/// Another build's ELF for a firmware snapshot (which carries no build id): the same
+/// source at opt-level `s` against a snapshot of the opt-level 3 build. It used to
+/// give confident garbage with exit 0; now the return addresses that follow no call
+/// instruction in it are counted and the ELF is refused, unless `--force-elf`. The
+/// right ELF passes without a warning.
+#[test]
+fn another_builds_elf_is_refused_for_a_firmware_snapshot() {
+    let matrix = firmware_out().join("matrix");
+    let snap = snapshots(&matrix.join("o3-nolto")).pop().unwrap();
+    let wrong = matrix.join("os-nolto").join(ELF_NAME);
+    let right = matrix.join("o3-nolto").join(ELF_NAME);
+    let out = Command::new(heapsnap())
+        .args(["top", "--elf"])
+        .arg(&wrong)
+        .arg(&snap)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("does not fit the snapshot")
+            && err.contains("do not follow a call instruction")
+            && err.contains("--force-elf"),
+        "{err}"
+    );
+    let forced = Command::new(heapsnap())
+        .args(["top", "--force-elf", "--elf"])
+        .arg(&wrong)
+        .arg(&snap)
+        .output()
+        .unwrap();
+    assert!(
+        forced.status.success(),
+        "{}",
+        String::from_utf8_lossy(&forced.stderr)
+    );
+    let good = Command::new(heapsnap())
+        .args(["top", "--elf"])
+        .arg(&right)
+        .arg(&snap)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&good.stderr);
+    assert!(good.status.success() && !err.contains("warning"), "{err}");
+}

@@ -71,6 +71,9 @@ pub enum InputError {
         /// What is wrong with it.
         what: String,
     },
+    /// An ELF file where a profile or snapshot was expected.
+    #[error("this is an ELF file (a program or firmware image), not a profile or snapshot: give it with --elf, and the snapshot or profile as the input")]
+    Elf,
     /// Not recognizable at all.
     #[error("not a heapsnap snapshot, a COBS serial capture or a pprof profile (starts with {0:02x?}); as pprof: {1}")]
     Unknown(Vec<u8>, ProfileError),
@@ -90,6 +93,7 @@ pub struct Format {
 /// Every input format, in the order [`guess`] tries them: the most specific marker
 /// first, raw protobuf (which has no marker) last.
 pub const FORMATS: &[Format] = &[
+    ELF,
     #[cfg(feature = "snapshot")]
     snapshot::SNAPSHOT,
     pprof::GZIP,
@@ -98,6 +102,15 @@ pub const FORMATS: &[Format] = &[
     folded::FOLDED,
     pprof::PROTOBUF,
 ];
+
+/// Not an input format: an ELF given where the input goes (it holds the snapshot
+/// magic in its `.rodata` when it links sampler-core, and would read as a capture of
+/// thousands of bad frames).
+const ELF: Format = Format {
+    name: "ELF (not an input)",
+    sniff: |b| b.starts_with(b"\x7fELF"),
+    read: |_| Err(InputError::Elf),
+};
 
 /// Reads bytes as whatever they are: the first of [`FORMATS`] whose sniff says yes.
 pub fn guess(bytes: &[u8]) -> Result<Input, InputError> {
