@@ -141,6 +141,7 @@ fn run(cli: Cli) -> Result<()> {
                 }
                 Format::Text => export::legacy_text(&snap, Some(&p)).into_bytes(),
             };
+            print_warnings(&snapshot, &p);
             write_out(output.as_deref(), &bytes, matches!(format, Format::Pprof))
         }
         Cmd::Top {
@@ -150,7 +151,9 @@ fn run(cli: Cli) -> Result<()> {
             nodecount,
         } => {
             let p = read_profile(&file, &sym)?;
-            print_top(&p, sample_index.as_deref(), nodecount, false)
+            print_top(&p, sample_index.as_deref(), nodecount, false)?;
+            print_warnings(&file, &p);
+            Ok(())
         }
         Cmd::Diff {
             base,
@@ -164,9 +167,12 @@ fn run(cli: Cli) -> Result<()> {
             let n = read_profile(&new, &sym).with_context(|| format!("new {new}"))?;
             let d = profile::diff(&b, &n)?;
             match output {
-                Some(o) => write_out(Some(&o), &profile::encode(&d), true),
-                None => print_top(&d, sample_index.as_deref(), nodecount, true),
+                Some(o) => write_out(Some(&o), &profile::encode(&d), true)?,
+                None => print_top(&d, sample_index.as_deref(), nodecount, true)?,
             }
+            print_warnings(&base, &b);
+            print_warnings(&new, &n);
+            Ok(())
         }
         Cmd::Inspect { snapshot } => {
             let snap = read_snapshot(&snapshot)?;
@@ -187,6 +193,13 @@ fn print_top(
     let table = analysis::top(p, i, &Filter::none());
     let (ty, unit) = p.sample_types().get(i).copied().unwrap_or(("", ""));
     let mut text = format!("Type: {ty}\n");
+    if signed {
+        // pprof's -diff_base arithmetic, whose percentages are of the base's total.
+        text.push_str(&format!(
+            "Diff: new − base per stack; percentages are of the base's total ({}), as go tool pprof -diff_base shows them\n",
+            report::scaled_label(table.total, unit, report::auto_unit(table.total, unit))
+        ));
+    }
     text.push_str(&report::top_text(&table, unit, n, signed));
     write_out(None, text.as_bytes(), false)
 }
@@ -221,6 +234,15 @@ fn read_snapshot(path: &str) -> Result<Snapshot> {
     match read_input(path)? {
         Input::Snapshot { snapshot, .. } => Ok(snapshot),
         Input::Profile(_) => bail!("{path} is a pprof profile, not a snapshot"),
+    }
+}
+
+/// The profile's warnings (the one set a snapshot conversion writes, see
+/// `import::warnings`) on stderr, so `top`, `diff` and `convert` say what `inspect`
+/// says. After the command's output: an error stays the one line it is.
+fn print_warnings(path: &str, p: &Profile) {
+    for w in p.warnings() {
+        eprintln!("heapsnap: {path}: warning: {w}");
     }
 }
 
@@ -259,9 +281,6 @@ fn symbolized(snap: &Snapshot, sym: &SymArgs) -> Result<Profile> {
     )?;
     if !sym.force_elf {
         resolver.verify()?;
-    }
-    for w in resolver.warnings() {
-        eprintln!("heapsnap: warning: {w}");
     }
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::new(snap.buckets.len() as u64);

@@ -138,6 +138,11 @@ impl<'s> Resolver<'s> {
             }
         }
         let given_count = given.len();
+        if firmware && given.is_empty() {
+            warnings.push(
+                "no ELF given: the firmware's addresses stay unsymbolized (one row of addresses); pass the firmware's ELF with --elf".to_owned(),
+            );
+        }
         let mut elves = given;
         if let (false, Some(load)) = (firmware, load.as_mut()) {
             let mut loaded: HashMap<String, Option<usize>> = HashMap::new();
@@ -275,6 +280,10 @@ impl<'s> Resolver<'s> {
 }
 
 impl Symbols for Resolver<'_> {
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
     fn mappings(&self) -> Vec<(Mapping, String, String)> {
         if !self.firmware {
             return snapshot_mappings(self.snap);

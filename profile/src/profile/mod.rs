@@ -88,6 +88,16 @@ impl Profile {
             })
     }
 
+    /// The warnings a heapsnap conversion left in the comments (`warning: …`), for
+    /// every reader to show: the one warning set of [`crate::import::warnings`] and
+    /// the symbolizer's.
+    pub fn warnings(&self) -> Vec<&str> {
+        self.comment
+            .iter()
+            .filter_map(|&c| self.str(c).strip_prefix("warning: "))
+            .collect()
+    }
+
     /// The comments (pprof `comment` strings), in order.
     pub fn comments(&self) -> Vec<&str> {
         self.comment.iter().map(|&c| self.str(c)).collect()

@@ -50,6 +50,11 @@ pub trait Symbols {
     fn mappings(&self) -> Vec<(Mapping, String, String)>;
     /// The frames at a captured return address.
     fn resolve(&mut self, return_address: u64) -> Resolved;
+    /// What the reader should know about the symbolization (no ELF, a wrong-looking
+    /// one, files that could not be read): carried as `warning:` comments.
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// No symbolization: addresses with their snapshot mappings.
@@ -198,6 +203,9 @@ impl<'a> Converter<'a> {
         );
         for c in inspect::comments(snap) {
             b.comment(&c);
+        }
+        for w in symbols.warnings() {
+            b.comment(&format!("warning: {w}"));
         }
         let mapping_ids = symbols
             .mappings()

@@ -5,8 +5,10 @@ use sampler_core::decoded::Snapshot;
 use sampler_core::Counters;
 use std::fmt::Write;
 
-/// Plain-language warnings for every non-zero drop/overflow counter (and a sampler
-/// that was off), each with what to do about it.
+/// Plain-language warnings for every non-zero drop/overflow counter, a sampler that
+/// was off, and samples never published (no cycle closed), each with what to do about
+/// it. The one warning set: `inspect` prints it, and converted profiles carry it as
+/// `warning:` comments that `top`, `diff`, `convert` and the viewer show.
 pub fn warnings(s: &Snapshot) -> Vec<String> {
     // Every counter by name, no `..`: a counter added to the table does not compile
     // here until it has a warning or is bound to `_` (`samples` is not a drop).
@@ -45,6 +47,11 @@ pub fn warnings(s: &Snapshot) -> Vec<String> {
     );
     if s.sample_rate == 0 {
         w.push("sampling was off (rate 0): the snapshot records nothing".to_owned());
+    } else if s.cycle == 0 && s.counters.samples > 0 {
+        w.push(format!(
+            "no record cycle was ever closed: {} samples taken, none published (in use and allocated show nothing); call advance_cycle() where the heap means something, e.g. at the end of each main-loop turn",
+            s.counters.samples
+        ));
     }
     w
 }
