@@ -44,8 +44,7 @@ pub fn decode_compact_with_limit(
         bytes
     };
     let mut d = CompactDecoder::new();
-    // Fed in pieces, as a stream would be (and so that, in wasm, the per-chunk work
-    // runs as repeated calls the engine can optimize).
+    // Fed in pieces, as a stream would be (see the crate docs on wasm).
     for chunk in raw.chunks(1 << 20) {
         if !d.feed(chunk) {
             break;
@@ -84,8 +83,7 @@ pub struct CompactDecoder {
     pairs: Vec<(i64, i64)>,
     /// Distinct sets of string labels `(key, str)`; id 0 is "none".
     label_sets: Vec<Vec<(i64, i64)>>,
-    /// Each set spelled as words, for lookup (the same map type as the profile
-    /// builder's keys: one copy of the map code in the wasm).
+    /// Each set spelled as words, for lookup (the profile builder's map type).
     label_ids: FxMap<Vec<u64>, u64>,
     label_key: Vec<u64>,
     /// Largest string index a label refers to (checked against the table at the end).

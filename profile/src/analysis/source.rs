@@ -34,8 +34,7 @@ impl Index<'_> {
     /// Per-line flat/cum of function-level node `node` for `sample_index` after `filter`.
     pub fn source(&self, node: u32, sample_index: usize, filter: &Filter) -> SourceTable {
         let kept = self.kept(filter);
-        // (line, flat, cum): a function has few lines, a Vec beats a map (and keeps the
-        // wasm bundle small).
+        // (line, flat, cum): a function has few lines, a Vec beats a map.
         let mut lines: Vec<(i64, i64, i64)> = Vec::new();
         let entry = |lines: &mut Vec<(i64, i64, i64)>, line: i64| -> usize {
             match lines.iter().position(|e| e.0 == line) {

@@ -71,7 +71,7 @@ impl Index<'_> {
         // Per edge into an inlinable function: (all occurrences inline, weight). pprof
         // drops edges lighter than `-edgefraction` (0.001 of the total) before it labels,
         // so a rare call path does not turn `(inline)` into `(partial-inline)` or back.
-        // Edge key → index into `edge_data` (u64 → u64: one map type in the wasm).
+        // Edge key → index into `edge_data`.
         let mut edges: FxMap<u64, u64> = FxMap::default();
         let mut edge_data: Vec<(u64, bool, i64)> = Vec::new();
         let mut sample_edges: Vec<u64> = Vec::new();

@@ -66,8 +66,8 @@ pub fn format_value(v: i64, unit: &str) -> String {
     format!("{sign}{} {suffix}", three_digits(scaled))
 }
 
-/// Three significant digits: 1.23, 12.3, 123. Integer arithmetic only, so the wasm
-/// bundle carries no float-formatting code.
+/// Three significant digits: 1.23, 12.3, 123. Integer arithmetic only (size: see the
+/// crate docs).
 fn three_digits(x: f64) -> String {
     if x >= 99.95 {
         format!("{}", x.round() as u64)

@@ -12,8 +12,8 @@ pub struct Builder {
     p: Profile,
     strings: HashMap<String, u64>,
     /// Functions, mappings, locations and samples by their dedup key, spelled as words
-    /// behind a [`Kind`] tag: one map type instead of four (less code in the wasm
-    /// viewer, which merges for diffs). Value: the id (for a sample, its index).
+    /// behind a [`Kind`] tag: one map type instead of four (size: see the crate docs).
+    /// Value: the id (for a sample, its index).
     keys: HashMap<Vec<u64>, u64>,
     /// The key being built (reused: a repeated key costs no allocation).
     key: Vec<u64>,

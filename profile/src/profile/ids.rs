@@ -74,7 +74,7 @@ impl IdIndex {
     }
 
     /// Appends the positions of `ids`, skipping unknown ones. Not inlined: called per
-    /// sample, so V8 optimizes it mid-profile (see the decoder's `Groups::add`).
+    /// sample (see the crate docs on size and speed in wasm).
     #[inline(never)]
     pub(crate) fn extend(&self, out: &mut Vec<u32>, ids: &[u64]) {
         out.extend(ids.iter().filter_map(|&id| self.get(id)));
