@@ -387,19 +387,30 @@ impl Elf {
         }
     }
 
-    /// Is the out-of-line function DWARF names at `probe` (its linkage name) one the
-    /// linker kept? Linkers leave the debug info of functions they discarded
-    /// (`--gc-sections`, LTO) at a tombstone address, 0 for LLD and GNU ld, and where
-    /// flash starts at 0 those ranges overlap real code: the reset handler came out as
-    /// `u128_div_rem` or `long_jump`. A discarded function has no symbol, so when the
-    /// symbol table has a function at `probe` but none of the DWARF's name, the DWARF
-    /// answer is a tombstone's (LLDB drops such functions by their low_pc; addr2line
-    /// does not say which DIE matched). Without a symbol table nothing is known: yes.
-    fn is_live_function(&self, linkage_name: &str, probe: u64) -> bool {
-        self.symbol_names.is_empty()
-            || linkage_name.is_empty()
-            || self.symbol_names.contains(linkage_name)
-            || self.symbol(probe).is_none()
+    /// Is the out-of-line function DWARF names at `probe` (its linkage name, or its
+    /// plain name in line-tables-only builds) one the linker kept? Linkers leave the
+    /// debug info of functions they discarded (`--gc-sections`, LTO) at a tombstone
+    /// address, 0 for LLD and GNU ld, and where flash starts at 0 those ranges overlap
+    /// real code: the reset handler came out as `u128_div_rem` or `long_jump`. A
+    /// discarded function has no symbol, so when the symbol table has another function
+    /// at `probe` and none of the DWARF's name, the DWARF answer is a tombstone's (LLDB
+    /// drops such functions by their low_pc; addr2line does not say which DIE
+    /// matched). Without a symbol table nothing is known: yes.
+    fn is_live_function(&self, dwarf_name: &str, probe: u64) -> bool {
+        if self.symbol_names.is_empty()
+            || dwarf_name.is_empty()
+            || self.symbol_names.contains(dwarf_name)
+        {
+            return true;
+        }
+        let Some(symbol) = self.symbol(probe) else {
+            return true;
+        };
+        let demangled = demangle(&symbol);
+        demangled == dwarf_name
+            || demangled
+                .strip_suffix(dwarf_name)
+                .is_some_and(|head| head.ends_with("::"))
     }
 
     /// The function symbol containing `addr` (or the nearest one below it when the
