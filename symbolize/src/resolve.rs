@@ -79,64 +79,15 @@ impl<'s> Resolver<'s> {
     pub fn new(
         snap: &'s Snapshot,
         given: Vec<Elf>,
-        mut load: Option<Loader<'_>>,
+        load: Option<Loader<'_>>,
     ) -> Result<Self, ConvertError> {
         let firmware = snap.mappings.is_empty();
-        let mut by_mapping = vec![None; snap.mappings.len()];
+        let mut by_mapping = if firmware {
+            Vec::new()
+        } else {
+            match_given(snap, &given)?
+        };
         let mut warnings = Vec::new();
-        if !firmware {
-            for (ei, elf) in given.iter().enumerate() {
-                let id = elf.build_id().unwrap_or(&[]);
-                let by_id: Vec<usize> = (0..snap.mappings.len())
-                    .filter(|&i| !id.is_empty() && snap.mappings[i].build_id == id)
-                    .collect();
-                let by_name: Vec<usize> = (0..snap.mappings.len())
-                    .filter(|&i| basename(&snap.mappings[i].name) == basename(elf.name()))
-                    .collect();
-                let chosen = if !by_id.is_empty() {
-                    by_id
-                } else if let Some(&i) = by_name
-                    .iter()
-                    .find(|&&i| !snap.mappings[i].build_id.is_empty() && !id.is_empty())
-                {
-                    let m = &snap.mappings[i];
-                    return Err(ConvertError::BuildIdMismatch {
-                        elf: elf.name().to_owned(),
-                        elf_id: hex(id),
-                        mapping: m.name.clone(),
-                        mapping_id: hex(&m.build_id),
-                    });
-                } else if !by_name.is_empty() {
-                    by_name
-                } else {
-                    let mappings = snap
-                        .mappings
-                        .iter()
-                        .map(|m| {
-                            let id = if m.build_id.is_empty() {
-                                "no build id".to_owned()
-                            } else {
-                                format!("build id {}", hex(&m.build_id))
-                            };
-                            format!("{} ({id})", m.name)
-                        })
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    return Err(ConvertError::NoMatchingMapping {
-                        elf: elf.name().to_owned(),
-                        elf_id: if id.is_empty() {
-                            "none".into()
-                        } else {
-                            hex(id)
-                        },
-                        mappings,
-                    });
-                };
-                for i in chosen {
-                    by_mapping[i].get_or_insert(ei);
-                }
-            }
-        }
         let given_count = given.len();
         if firmware && given.is_empty() {
             warnings.push(
@@ -144,44 +95,8 @@ impl<'s> Resolver<'s> {
             );
         }
         let mut elves = given;
-        if let (false, Some(load)) = (firmware, load.as_mut()) {
-            let mut loaded: HashMap<String, Option<usize>> = HashMap::new();
-            for (i, m) in snap.mappings.iter().enumerate() {
-                if by_mapping[i].is_some() || m.name.is_empty() || m.name.starts_with('[') {
-                    continue;
-                }
-                if let Some(&ei) = loaded.get(&m.name) {
-                    by_mapping[i] = ei;
-                    continue;
-                }
-                let ei = match load(&m.name) {
-                    None => None,
-                    Some(bytes) => match Elf::parse_lenient(&m.name, &bytes) {
-                        Err(e) => {
-                            warnings.push(format!("cannot symbolize {}: {e}", m.name));
-                            None
-                        }
-                        Ok(elf)
-                            if !m.build_id.is_empty()
-                                && elf.build_id().is_some_and(|id| id != m.build_id) =>
-                        {
-                            warnings.push(format!(
-                                "{} on disk has build id {}, the snapshot's mapping has {}: left unsymbolized",
-                                m.name,
-                                hex(elf.build_id().unwrap_or(&[])),
-                                hex(&m.build_id)
-                            ));
-                            None
-                        }
-                        Ok(elf) => {
-                            elves.push(elf);
-                            Some(elves.len() - 1)
-                        }
-                    },
-                };
-                loaded.insert(m.name.clone(), ei);
-                by_mapping[i] = ei;
-            }
+        if let (false, Some(load)) = (firmware, load) {
+            load_mapped(snap, load, &mut elves, &mut by_mapping, &mut warnings);
         }
         Ok(Resolver {
             snap,
@@ -336,5 +251,112 @@ impl Symbols for Resolver<'_> {
             frames,
             dwarf: source == Source::Dwarf,
         }
+    }
+}
+
+/// Which given ELF serves each snapshot mapping: by build id, else by file name. A
+/// given ELF whose build id differs from the mapping it names, or that matches no
+/// mapping, is an error (the user named it: it must fit).
+fn match_given(snap: &Snapshot, given: &[Elf]) -> Result<Vec<Option<usize>>, ConvertError> {
+    let mut by_mapping = vec![None; snap.mappings.len()];
+    for (ei, elf) in given.iter().enumerate() {
+        let id = elf.build_id().unwrap_or(&[]);
+        let by_id: Vec<usize> = (0..snap.mappings.len())
+            .filter(|&i| !id.is_empty() && snap.mappings[i].build_id == id)
+            .collect();
+        let by_name: Vec<usize> = (0..snap.mappings.len())
+            .filter(|&i| basename(&snap.mappings[i].name) == basename(elf.name()))
+            .collect();
+        let chosen = if !by_id.is_empty() {
+            by_id
+        } else if let Some(&i) = by_name
+            .iter()
+            .find(|&&i| !snap.mappings[i].build_id.is_empty() && !id.is_empty())
+        {
+            let m = &snap.mappings[i];
+            return Err(ConvertError::BuildIdMismatch {
+                elf: elf.name().to_owned(),
+                elf_id: hex(id),
+                mapping: m.name.clone(),
+                mapping_id: hex(&m.build_id),
+            });
+        } else if !by_name.is_empty() {
+            by_name
+        } else {
+            let mappings = snap
+                .mappings
+                .iter()
+                .map(|m| {
+                    let id = if m.build_id.is_empty() {
+                        "no build id".to_owned()
+                    } else {
+                        format!("build id {}", hex(&m.build_id))
+                    };
+                    format!("{} ({id})", m.name)
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(ConvertError::NoMatchingMapping {
+                elf: elf.name().to_owned(),
+                elf_id: if id.is_empty() {
+                    "none".into()
+                } else {
+                    hex(id)
+                },
+                mappings,
+            });
+        };
+        for i in chosen {
+            by_mapping[i].get_or_insert(ei);
+        }
+    }
+    Ok(by_mapping)
+}
+
+/// Mappings no given ELF serves, tried as files through `load` (problems with those
+/// are warnings: nobody asked for them by name).
+fn load_mapped(
+    snap: &Snapshot,
+    load: Loader<'_>,
+    elves: &mut Vec<Elf>,
+    by_mapping: &mut [Option<usize>],
+    warnings: &mut Vec<String>,
+) {
+    let mut loaded: HashMap<String, Option<usize>> = HashMap::new();
+    for (i, m) in snap.mappings.iter().enumerate() {
+        if by_mapping[i].is_some() || m.name.is_empty() || m.name.starts_with('[') {
+            continue;
+        }
+        if let Some(&ei) = loaded.get(&m.name) {
+            by_mapping[i] = ei;
+            continue;
+        }
+        let ei = match load(&m.name) {
+            None => None,
+            Some(bytes) => match Elf::parse_lenient(&m.name, &bytes) {
+                Err(e) => {
+                    warnings.push(format!("cannot symbolize {}: {e}", m.name));
+                    None
+                }
+                Ok(elf)
+                    if !m.build_id.is_empty()
+                        && elf.build_id().is_some_and(|id| id != m.build_id) =>
+                {
+                    warnings.push(format!(
+                            "{} on disk has build id {}, the snapshot's mapping has {}: left unsymbolized",
+                            m.name,
+                            hex(elf.build_id().unwrap_or(&[])),
+                            hex(&m.build_id)
+                        ));
+                    None
+                }
+                Ok(elf) => {
+                    elves.push(elf);
+                    Some(elves.len() - 1)
+                }
+            },
+        };
+        loaded.insert(m.name.clone(), ei);
+        by_mapping[i] = ei;
     }
 }
