@@ -94,6 +94,8 @@ pub fn flame_graph(p: &Props) -> Html {
                         crate::load::mark("flame-drawing");
                     }
                     draw(&c, tree, *zoom, Matcher::new(search).as_ref());
+                    // Every redraw (a sample type, filter or zoom change), for the benchmark.
+                    crate::load::mark("flame-drawn");
                     if *painted.borrow() != *generation {
                         *painted.borrow_mut() = *generation;
                         crate::load::mark("flame-painted");
