@@ -91,14 +91,14 @@ pub fn flame_graph(p: &Props) -> Html {
             move |(tree, zoom, search, _, generation)| {
                 if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
                     if *painted.borrow() != *generation {
-                        crate::load::mark("flame-drawing");
+                        crate::perf::mark("flame-drawing");
                     }
                     draw(&c, tree, *zoom, Matcher::new(search).as_ref());
                     // Every redraw (a sample type, filter or zoom change), for the benchmark.
-                    crate::load::mark("flame-drawn");
+                    crate::perf::mark("flame-drawn");
                     if *painted.borrow() != *generation {
                         *painted.borrow_mut() = *generation;
-                        crate::load::mark("flame-painted");
+                        crate::perf::mark("flame-painted");
                     }
                 }
             },

@@ -10,6 +10,7 @@ mod app;
 mod flame;
 mod hash;
 mod load;
+mod perf;
 mod regex;
 mod source;
 mod state;

@@ -2,6 +2,7 @@
 //! in (samples merged by stack as they are read), source files kept as text for the
 //! source view.
 
+use crate::perf::mark;
 use crate::state::{Action, Slot, State};
 use host_cli::analysis::{decode_compact, CompactDecoder};
 use host_cli::profile::{self, Profile, ProfileError};
@@ -15,17 +16,6 @@ const SOURCE_EXT: &[&str] = &[
     "go", "rs", "c", "h", "cc", "cpp", "cxx", "hh", "hpp", "hxx", "s", "S", "py", "java", "kt",
     "js", "ts", "zig", "swift", "m", "mm", "cs", "rb",
 ];
-
-/// A performance mark the benchmark reads (`heapsnap:<name>`); nothing in native
-/// builds (the reducer's unit tests), where there is no browser to ask.
-pub fn mark(name: &str) {
-    #[cfg(target_arch = "wasm32")]
-    if let Some(p) = web_sys::window().and_then(|w| w.performance()) {
-        let _ = p.mark(&format!("heapsnap:{name}"));
-    }
-    #[cfg(not(target_arch = "wasm32"))]
-    let _ = name;
-}
 
 /// Named like a source file (then read whole, and kept as text if it is text).
 fn has_source_ext(name: &str) -> bool {

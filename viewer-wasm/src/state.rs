@@ -329,7 +329,7 @@ impl State {
             Err(e) => (Filter::none(), Some(e.to_string())),
         };
         let ix = Index::new(&p);
-        crate::load::mark("indexed");
+        crate::perf::mark("indexed");
         let top = (self.view == View::Top).then(|| ix.top(si, &filter));
         let kept = ix.kept(&filter);
         let shown = (0..ix.sample_count())
@@ -337,7 +337,7 @@ impl State {
             .fold(0i64, |a, i| a.wrapping_add(ix.value(i, si)));
         let total = ix.total(si);
         let flame = ByPtr(Rc::new(ix.flame(si, &filter)));
-        crate::load::mark("flame-built");
+        crate::perf::mark("flame-built");
         let source = self.source_of(&ix, si, &filter);
         self.derived = Some(Rc::new(Derived {
             sample_types: p
