@@ -109,7 +109,8 @@ pub fn app() -> Html {
     };
     let derived = state.derived.clone();
     let toolbar_controls = derived.as_ref().map(|d| {
-        let current = d.sample_types.get(d.sample_index).map(|t| t.0.clone()).unwrap_or_default();
+        let types = state.shown.as_ref().map(|ix| ix.profile.sample_types()).unwrap_or_default();
+        let current = state.sample_type().unwrap_or_default();
         // Plain strings, not yew's `classes!` (its set type costs kilobytes of wasm).
         let field_class = if d.filter_error.is_some() { "field bad" } else { "field" };
         html! {
@@ -117,8 +118,8 @@ pub fn app() -> Html {
                 <label class="field">
                     <span>{"sample"}</span>
                     <select data-testid="sample-type" onchange={on_sample}>
-                        { for d.sample_types.iter().map(|(t, u)| html! {
-                            <option value={t.clone()} selected={*t == current}>{format!("{t} ({u})")}</option>
+                        { for types.iter().map(|&(t, u)| html! {
+                            <option value={t.to_owned()} selected={t == current}>{format!("{t} ({u})")}</option>
                         }) }
                     </select>
                 </label>
@@ -150,11 +151,7 @@ pub fn app() -> Html {
     });
     let status = match (&state.main, &derived) {
         (Some(m), Some(d)) => {
-            let st = d
-                .sample_types
-                .get(d.sample_index)
-                .map(|t| t.0.as_str())
-                .unwrap_or("");
+            let st = state.sample_type().unwrap_or("");
             let what = match &state.base {
                 Some(b) => format!("{} − {}", m.name, b.name),
                 None => m.name.clone(),
