@@ -1,7 +1,7 @@
 //! The reducer and the pure helpers, natively (no browser): what each action does to
 //! the derived views.
 
-use crate::source::match_source;
+use crate::components::source::match_source;
 use crate::state::{regex_escape, Action, Slot, SortCol, State, View};
 use host_cli::profile::{Builder, Line, Profile};
 use std::rc::Rc;
