@@ -3,7 +3,9 @@
 // >= 50k distinct stacks (>= 50 MB uncompressed), raw and gzipped. Run by
 // `cargo xtask bench-viewer`. Usage: node bench_viewer.mjs WWW OUT_DIR
 // The app sets performance marks heapsnap:file-selected (in the input's change
-// handler), heapsnap:decoded and heapsnap:flame-painted (after the canvas is drawn).
+// handler), heapsnap:decoded and heapsnap:flame-painted (after the canvas is drawn),
+// and heapsnap:flame-drawn after every redraw (timing a sample-type switch and a focus
+// change on the loaded profile).
 import fs from 'node:fs';
 import path from 'node:path';
 import { serve, launch, waitMark } from './lib.mjs';
@@ -85,6 +87,41 @@ try {
     console.log(`  flame pixels painted       ${med.painted}`);
     if (med.painted < 1000) failed = true;
   }
+
+  // Changing a setting on a loaded profile: a sample-type switch and a focus change,
+  // each timed from the control's `change` event to the redrawn flame graph
+  // (heapsnap:flame-drawn), and to the reducer's new flame tree (heapsnap:flame-built).
+  const page = await browser.newPage({ viewport: { width: 1360, height: 860 } });
+  await page.goto(`${server.url}/index.html`);
+  await page.waitForFunction(() => window.__heapsnapWasm);
+  await page.setInputFiles('[data-testid=file-input]', rawPath);
+  await waitMark(page, 'flame-painted', 1, 120000);
+  const change = async (selector, value) => {
+    const n = await page.evaluate(() => performance.getEntriesByName('heapsnap:flame-drawn').length);
+    await page.evaluate(([sel, v]) => {
+      const el = document.querySelector(sel);
+      el.value = v;
+      performance.mark('heapsnap:bench-change');
+      el.dispatchEvent(new Event('change', { bubbles: true }));
+    }, [selector, value]);
+    await waitMark(page, 'flame-drawn', n + 1, 120000);
+    return page.evaluate(() => {
+      const t = (n) => performance.getEntriesByName(`heapsnap:${n}`).at(-1).startTime;
+      return { built: t('flame-built') - t('bench-change'), drawn: t('flame-drawn') - t('bench-change') };
+    });
+  };
+  const settings = {
+    'sample-type switch': ['[data-testid=sample-type]', ['alloc_space', 'inuse_space']],
+    'focus change': ['[data-testid=focus]', ['pkg7\\.', 'pkg8\\.']],
+  };
+  console.log(`\n${path.basename(rawPath)} loaded, changing a setting (${2 * RUNS} changes each, median shown)`);
+  for (const [what, [selector, values]] of Object.entries(settings)) {
+    const runs = [];
+    for (let r = 0; r < 2 * RUNS; r++) runs.push(await change(selector, values[r % 2]));
+    const med = (k) => runs.map((x) => x[k]).sort((a, b) => a - b)[Math.floor(runs.length / 2)];
+    console.log(`  ${(what + ' → flame drawn').padEnd(37)} ${med('drawn').toFixed(0)} ms (of which to the new flame tree ${med('built').toFixed(0)} ms; all runs: ${runs.map((x) => x.drawn.toFixed(0)).join(', ')} ms)`);
+  }
+  await page.close();
 } finally {
   await browser.close();
   server.close();

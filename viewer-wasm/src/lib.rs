@@ -7,18 +7,17 @@
 //! opens straight into the flame graph.
 
 mod app;
-mod flame;
+mod components;
 mod hash;
 mod load;
+mod perf;
 mod regex;
-mod source;
 mod state;
-mod top;
 
 #[cfg(test)]
 mod tests;
 
-pub use source::match_source;
+pub use components::source::match_source;
 pub use state::{regex_escape, View};
 
 /// Talc instead of the default dlmalloc: 3.8 KiB (1.6 KiB gzipped) smaller in the

@@ -2,13 +2,14 @@
 //! in (samples merged by stack as they are read), source files kept as text for the
 //! source view.
 
-use crate::state::{Action, Slot, State};
+use crate::perf::mark;
+use crate::state::{Action, Slot};
 use heapsnap_profile::analysis::{decode_compact, CompactDecoder};
 use heapsnap_profile::profile::{self, Profile, ProfileError};
 use js_sys::Uint8Array;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use yew::UseReducerDispatcher;
+use yew::Callback;
 
 /// File name endings treated as source text rather than profiles.
 const SOURCE_EXT: &[&str] = &[
@@ -16,15 +17,10 @@ const SOURCE_EXT: &[&str] = &[
     "js", "ts", "zig", "swift", "m", "mm", "cs", "rb",
 ];
 
-/// A performance mark the benchmark reads (`heapsnap:<name>`); nothing in native
-/// builds (the reducer's unit tests), where there is no browser to ask.
-pub fn mark(name: &str) {
-    #[cfg(target_arch = "wasm32")]
-    if let Some(p) = web_sys::window().and_then(|w| w.performance()) {
-        let _ = p.mark(&format!("heapsnap:{name}"));
-    }
-    #[cfg(not(target_arch = "wasm32"))]
-    let _ = name;
+/// The files of a file input or a drop.
+pub fn files_of(list: Option<web_sys::FileList>) -> Vec<web_sys::File> {
+    let Some(list) = list else { return Vec::new() };
+    (0..list.length()).filter_map(|i| list.get(i)).collect()
 }
 
 /// Named like a source file (then read whole, and kept as text if it is text).
@@ -40,12 +36,12 @@ fn is_source(bytes: &[u8]) -> bool {
 /// Reads `files` (from an `<input type=file>` or a drop) and dispatches the results.
 /// Profiles go to `slot`; when two profiles come at once into the main slot, the
 /// older file (by modification time) becomes the base.
-pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: UseReducerDispatcher<State>) {
+pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: Callback<Action>) {
     if files.is_empty() {
         return;
     }
     mark("file-selected");
-    dispatch.dispatch(Action::Loading(
+    dispatch.emit(Action::Loading(
         files
             .iter()
             .map(|f| f.name())
@@ -78,20 +74,20 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: UseReducerDis
                 Ok(Ok(decoded)) => decoded,
                 Err(ReadError::Profile(e)) => Err(e),
                 Err(ReadError::Io(e)) => {
-                    dispatch.dispatch(Action::Failed(format!(
+                    dispatch.emit(Action::Failed(format!(
                         "{name}: cannot read the file ({e})"
                     )));
                     return;
                 }
                 Err(ReadError::NoInflater) => {
-                    dispatch.dispatch(Action::Failed(format!("{name}: {NO_INFLATER}")));
+                    dispatch.emit(Action::Failed(format!("{name}: {NO_INFLATER}")));
                     return;
                 }
             };
             profiles.push((name, f.last_modified(), f.size() as usize, decoded));
         }
         if !sources.is_empty() {
-            dispatch.dispatch(Action::Sources(sources));
+            dispatch.emit(Action::Sources(sources));
         }
         let mut slots = vec![slot];
         if slot == Slot::Main && profiles.len() == 2 {
@@ -101,7 +97,7 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: UseReducerDis
             }
             slots = vec![Slot::Base, Slot::Main];
         } else if profiles.len() > 1 {
-            dispatch.dispatch(Action::Failed(format!(
+            dispatch.emit(Action::Failed(format!(
                 "{} profiles dropped at once: drop one, or two to compare (the older is the base)",
                 profiles.len()
             )));
@@ -119,30 +115,26 @@ fn deliver(
     decoded: Result<Profile, ProfileError>,
     bytes: usize,
     slot: Slot,
-    dispatch: &UseReducerDispatcher<State>,
+    dispatch: &Callback<Action>,
 ) {
     match decoded {
         Ok(p) => {
             mark("decoded");
-            dispatch.dispatch(Action::Loaded {
+            dispatch.emit(Action::Loaded {
                 slot,
                 name,
                 profile: std::rc::Rc::new(p),
                 bytes,
             })
         }
-        Err(e) => dispatch.dispatch(Action::Failed(format!(
+        Err(e) => dispatch.emit(Action::Failed(format!(
             "{name} is not a usable pprof profile: {e}"
         ))),
     }
 }
 
 /// Fetches one profile, decodes it and dispatches it; `Err` when it cannot be fetched.
-async fn fetch_into(
-    url: String,
-    slot: Slot,
-    dispatch: &UseReducerDispatcher<State>,
-) -> Result<(), String> {
+async fn fetch_into(url: String, slot: Slot, dispatch: &Callback<Action>) -> Result<(), String> {
     let blob = fetch(&url).await?;
     let decoded = match decode_blob(&blob).await {
         Ok(d) => d,
@@ -156,21 +148,21 @@ async fn fetch_into(
 
 /// Fetches the profiles named by `?profile=URL` / `?base=URL` (same origin only: the
 /// Content-Security-Policy forbids anything else).
-pub fn preload(dispatch: UseReducerDispatcher<State>) {
+pub fn preload(dispatch: Callback<Action>) {
     let Some(url) = crate::hash::preload_url("profile") else {
         return;
     };
     let base = crate::hash::preload_url("base");
     mark("file-selected");
-    dispatch.dispatch(Action::Loading(url.clone()));
+    dispatch.emit(Action::Loading(url.clone()));
     wasm_bindgen_futures::spawn_local(async move {
         if let Some(b) = base {
             if let Err(e) = fetch_into(b, Slot::Base, &dispatch).await {
-                return dispatch.dispatch(Action::Failed(e));
+                return dispatch.emit(Action::Failed(e));
             }
         }
         if let Err(e) = fetch_into(url, Slot::Main, &dispatch).await {
-            dispatch.dispatch(Action::Failed(e));
+            dispatch.emit(Action::Failed(e));
         }
     });
 }

@@ -1,6 +1,7 @@
 //! All of the app's state in one reducer (yew's `function_todomvc` pattern): views only
-//! render it and dispatch [`Action`]s. What the views show ([`Derived`]) is recomputed
-//! here, with the heapsnap-profile analysis, whenever an input of it changes.
+//! render it and dispatch [`Action`]s. The profile shown is indexed once, when it is
+//! loaded (or the base changes); what the views show ([`Derived`]) is recomputed here
+//! from that index, with the heapsnap-profile analysis, whenever an input of it changes.
 
 use heapsnap_profile::analysis::{Filter, FlameTree, Index, SourceTable, TopTable};
 use heapsnap_profile::profile::{self, Profile};
@@ -85,24 +86,23 @@ impl<T> std::ops::Deref for ByPtr<T> {
     }
 }
 
-/// What the views show, computed from the profile and the settings.
-#[derive(Debug)]
+/// What the views show, computed from the profile and the settings. Cheap to clone:
+/// the tables are shared.
+#[derive(Clone, Debug)]
 pub struct Derived {
-    /// `(type, unit)` of every sample type.
-    pub sample_types: Vec<(String, String)>,
     /// The sample index shown.
     pub sample_index: usize,
     /// Its unit ("bytes", "count", …).
     pub unit: String,
     /// The top table: computed only when the Top view is shown (it is the costly
     /// part after decoding, and the flame graph comes first).
-    pub top: Option<TopTable>,
+    pub top: Option<ByPtr<TopTable>>,
     /// pprof's total for the sample index (what percentages are relative to).
     pub total: i64,
     /// Sum of the values the filter keeps.
     pub shown: i64,
     pub flame: ByPtr<FlameTree>,
-    pub source: Option<SourceTable>,
+    pub source: Option<ByPtr<SourceTable>>,
     /// Profile comments (dropped-sample warnings and the like): always shown.
     pub comments: Vec<String>,
     /// Why the focus/ignore filter was not applied, if it was not.
@@ -116,8 +116,10 @@ pub struct Derived {
 pub struct State {
     pub main: Option<Rc<Loaded>>,
     pub base: Option<Rc<Loaded>>,
-    /// `main`, or `diff(base, main)` when a base is loaded.
-    pub shown: Option<Rc<Profile>>,
+    /// `main`, or `diff(base, main)` when a base is loaded, indexed: built when a
+    /// profile is loaded or the base changes, reused by every sample type, filter and
+    /// view (the index is most of the cost of a view after decoding).
+    pub shown: Option<ByPtr<Index<'static>>>,
     /// Sample type name ("" = the profile's default).
     pub sample: String,
     pub focus: String,
@@ -130,7 +132,7 @@ pub struct State {
     pub func: String,
     pub sort: (SortCol, bool),
     /// Dropped source files: (path as given, text).
-    pub sources: Rc<Vec<(String, Rc<str>)>>,
+    pub sources: ByPtr<Vec<(String, Rc<str>)>>,
     pub error: Option<String>,
     /// "Reading x…" while a file is read and decoded.
     pub loading: Option<String>,
@@ -181,7 +183,7 @@ impl Default for State {
             zoom: Vec::new(),
             func: String::new(),
             sort: (SortCol::Flat, true),
-            sources: Rc::new(Vec::new()),
+            sources: ByPtr(Rc::new(Vec::new())),
             error: None,
             loading: None,
             derived: None,
@@ -276,7 +278,7 @@ impl Reducible for State {
                     v.retain(|(n, _)| *n != name);
                     v.push((name, Rc::from(text)));
                 }
-                s.sources = Rc::new(v);
+                s.sources = ByPtr(Rc::new(v));
             }
             Action::ShowAllRows => s.all_rows = true,
         }
@@ -296,9 +298,9 @@ enum Refresh {
 }
 
 impl State {
-    /// Sets `shown` from `main` and `base`.
+    /// Sets `shown` from `main` and `base`, and indexes it.
     fn combine(&mut self) {
-        self.shown = match (&self.main, &self.base) {
+        let shown = match (&self.main, &self.base) {
             (Some(m), Some(b)) => match profile::diff(&b.profile, &m.profile) {
                 Ok(d) => Some(Rc::new(d)),
                 Err(e) => {
@@ -313,14 +315,20 @@ impl State {
             (Some(m), None) => Some(m.profile.clone()),
             _ => None,
         };
+        self.shown = shown.map(|p| {
+            let ix = Index::shared(p);
+            crate::perf::mark("indexed");
+            ByPtr(Rc::new(ix))
+        });
     }
 
     /// Recomputes everything the views show.
     pub fn refresh(&mut self) {
-        let Some(p) = self.shown.clone() else {
+        let Some(ix) = self.shown.clone() else {
             self.derived = None;
             return;
         };
+        let p = &ix.profile;
         let si = p
             .sample_index(&self.sample)
             .unwrap_or_else(|_| p.default_sample_index());
@@ -328,23 +336,16 @@ impl State {
             Ok(f) => (f, None),
             Err(e) => (Filter::none(), Some(e.to_string())),
         };
-        let ix = Index::new(&p);
-        crate::load::mark("indexed");
-        let top = (self.view == View::Top).then(|| ix.top(si, &filter));
+        let top = (self.view == View::Top).then(|| ByPtr(Rc::new(ix.top(si, &filter))));
         let kept = ix.kept(&filter);
         let shown = (0..ix.sample_count())
             .filter(|&i| kept[i])
             .fold(0i64, |a, i| a.wrapping_add(ix.value(i, si)));
         let total = ix.total(si);
         let flame = ByPtr(Rc::new(ix.flame(si, &filter)));
-        crate::load::mark("flame-built");
+        crate::perf::mark("flame-built");
         let source = self.source_of(&ix, si, &filter);
         self.derived = Some(Rc::new(Derived {
-            sample_types: p
-                .sample_types()
-                .into_iter()
-                .map(|(a, b)| (a.to_owned(), b.to_owned()))
-                .collect(),
             sample_index: si,
             unit: p
                 .sample_type
@@ -364,44 +365,41 @@ impl State {
 
     /// Recomputes the source view, and the top table if it is shown but missing.
     fn refresh_source(&mut self) {
-        let (Some(p), Some(d)) = (self.shown.clone(), self.derived.clone()) else {
+        let (Some(ix), Some(d)) = (self.shown.clone(), self.derived.clone()) else {
             return;
         };
         let filter = crate::regex::filter(&self.focus, &self.ignore).unwrap_or_default();
-        let ix = Index::new(&p);
         let source = self.source_of(&ix, d.sample_index, &filter);
         let top = match (&d.top, self.view) {
-            (None, View::Top) => Some(ix.top(d.sample_index, &filter)),
+            (None, View::Top) => Some(ByPtr(Rc::new(ix.top(d.sample_index, &filter)))),
             (t, _) => t.clone(),
         };
         self.derived = Some(Rc::new(Derived {
-            sample_types: d.sample_types.clone(),
-            sample_index: d.sample_index,
-            unit: d.unit.clone(),
             top,
-            total: d.total,
-            shown: d.shown,
-            flame: d.flame.clone(),
             source,
-            comments: d.comments.clone(),
-            filter_error: d.filter_error.clone(),
-            samples: d.samples,
+            ..(*d).clone()
         }));
     }
 
-    fn source_of(&self, ix: &Index<'_>, si: usize, filter: &Filter) -> Option<SourceTable> {
+    fn source_of(&self, ix: &Index<'_>, si: usize, filter: &Filter) -> Option<ByPtr<SourceTable>> {
         if self.func.is_empty() {
             return None;
         }
-        ix.node_of(&self.func).map(|n| ix.source(n, si, filter))
+        ix.node_of(&self.func)
+            .map(|n| ByPtr(Rc::new(ix.source(n, si, filter))))
     }
 
-    /// Name of the sample type shown (for the `<select>` and the URL).
+    /// The sample type shown, once a profile is.
+    pub fn sample_type(&self) -> Option<&str> {
+        let (ix, d) = (self.shown.as_ref()?, self.derived.as_ref()?);
+        let t = ix.profile.sample_type.get(d.sample_index)?;
+        Some(ix.profile.str(t.r#type))
+    }
+
+    /// Name of the sample type shown, or asked for (for the URL).
     pub fn sample_name(&self) -> String {
-        self.derived
-            .as_ref()
-            .and_then(|d| d.sample_types.get(d.sample_index).map(|t| t.0.clone()))
-            .unwrap_or_else(|| self.sample.clone())
+        self.sample_type()
+            .map_or_else(|| self.sample.clone(), str::to_owned)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The reducer and the pure helpers, natively (no browser): what each action does to
 //! the derived views.
 
-use crate::source::match_source;
+use crate::components::source::match_source;
 use crate::state::{regex_escape, Action, Slot, SortCol, State, View};
 use heapsnap_profile::profile::{Builder, Line, Profile};
 use std::rc::Rc;
@@ -176,4 +176,37 @@ fn a_bad_filter_expression_is_reported_not_applied() {
     assert!(e
         .to_string()
         .starts_with("ignore is not a valid regular expression: "));
+}
+
+#[test]
+fn the_index_is_built_once_per_profile_and_unchanged_views_stay_shared() {
+    let s = run(Rc::new(State::default()), loaded(Slot::Main, profile(1)));
+    let ix = s.shown.clone().expect("indexed");
+    let flame = s.derived.as_ref().unwrap().flame.clone();
+    // Opening the top table or a source view recomputes only those.
+    let s = run(s, Action::View(View::Top));
+    let top = s.derived.as_ref().unwrap().top.clone().expect("top");
+    assert!(s.derived.as_ref().unwrap().flame == flame);
+    let s = run(s, Action::Source("main".into()));
+    let d = s.derived.as_ref().unwrap();
+    assert!(d.source.is_some() && d.flame == flame && d.top.as_ref() == Some(&top));
+    // A setting no view is computed from keeps everything shown as it is.
+    let before = s.derived.clone().unwrap();
+    let s = run(s, Action::Search("push".into()));
+    assert!(Rc::ptr_eq(s.derived.as_ref().unwrap(), &before));
+    // Sample types, filters and views reuse the index; a new profile gets its own.
+    let mut s = s;
+    for a in [
+        Action::SampleType("alloc_space".into()),
+        Action::Focus("main".into()),
+        Action::Ignore("helper".into()),
+        Action::View(View::Flame),
+        Action::Source("app::helper".into()),
+    ] {
+        s = run(s, a);
+        assert!(s.shown.as_ref() == Some(&ix));
+    }
+    assert!(s.derived.as_ref().unwrap().flame != flame);
+    let s = run(s, loaded(Slot::Main, profile(1)));
+    assert!(s.shown.is_some() && s.shown.as_ref() != Some(&ix));
 }

@@ -170,7 +170,8 @@ pub fn ensure_browser_tools() -> Res<PathBuf> {
 /// `cargo xtask bench-viewer`: builds the release bundle, generates a heap profile of
 /// 500k samples over 50k distinct stacks (> 50 MB raw) and prints, for the raw and the
 /// gzipped file, the time from file selection to the first flame-graph paint and the
-/// page's memory against their targets (≤ 1 s, ≤ 5× the file size).
+/// page's memory against their targets (≤ 1 s, ≤ 5× the file size); then the time of a
+/// sample-type switch and of a focus change on the loaded profile.
 pub fn bench(args: &[String]) -> Res {
     if let Some(a) = args.first() {
         return Err(format!("`bench-viewer` takes no arguments (got `{a}`)"));

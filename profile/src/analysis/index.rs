@@ -24,11 +24,13 @@ pub struct Frame {
 }
 
 /// A profile prepared for analysis. Build once per profile; every view (any sample
-/// index, any filter) reuses it.
+/// index, any filter) reuses it. [`Index::new`] borrows the profile (one view, as the
+/// CLI prints); [`Index::shared`] holds it, so the index can be kept as long as the
+/// profile is shown (the viewer, across sample types, filters and views).
 #[derive(Debug)]
 pub struct Index<'p> {
     /// The profile analysed.
-    pub profile: &'p Profile,
+    pub profile: Analysed<'p>,
     /// Printable name of each function-level node (pprof's `PrintableName`).
     pub names: Vec<String>,
     /// Per location (in `profile.location` order): its frames, innermost first.
@@ -45,10 +47,41 @@ pub struct Index<'p> {
     base: Vec<bool>,
 }
 
+/// The profile an [`Index`] reads: borrowed from the caller, or shared with it.
+#[derive(Clone, Debug)]
+pub enum Analysed<'p> {
+    /// The caller's profile ([`Index::new`]).
+    Borrowed(&'p Profile),
+    /// A profile the index keeps alive ([`Index::shared`]).
+    Shared(Rc<Profile>),
+}
+
+impl std::ops::Deref for Analysed<'_> {
+    type Target = Profile;
+    fn deref(&self) -> &Profile {
+        match self {
+            Analysed::Borrowed(p) => p,
+            Analysed::Shared(p) => p,
+        }
+    }
+}
+
+impl Index<'static> {
+    /// Indexes a profile and keeps it (see [`Index::new`]).
+    pub fn shared(profile: Rc<Profile>) -> Self {
+        Index::over(Analysed::Shared(profile))
+    }
+}
+
 impl<'p> Index<'p> {
     /// Indexes a profile. Unknown location ids (only in unvalidated profiles) are
     /// skipped rather than trusted.
     pub fn new(profile: &'p Profile) -> Self {
+        Index::over(Analysed::Borrowed(profile))
+    }
+
+    fn over(analysed: Analysed<'p>) -> Self {
+        let profile = &*analysed;
         let mut names = Vec::new();
         // u64 values: the same map type as the profile builder's strings (one copy of
         // the map code in the wasm).
@@ -127,7 +160,7 @@ impl<'p> Index<'p> {
             frame_ranges.push((start, stack_frames.len() as u32 - start));
         }
         Index {
-            profile,
+            profile: analysed,
             stack_frames,
             frame_ranges,
             names,
@@ -221,7 +254,7 @@ impl<'p> Index<'p> {
             return vec![true; n];
         }
         let locs = &self.profile.location;
-        let map_pos = mapping_positions(self.profile);
+        let map_pos = mapping_positions(&self.profile);
         let map_file = |id: u64| {
             map_pos
                 .get(id)

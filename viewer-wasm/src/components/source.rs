@@ -2,14 +2,20 @@
 //! files the user drops (matched by path suffix); without them, the lines with values
 //! are listed and the file to drop is named.
 
-use crate::state::{ByPtr, State};
+use crate::state::ByPtr;
 use heapsnap_profile::analysis::{format_value, SourceTable};
 use std::rc::Rc;
 use yew::prelude::*;
 
 #[derive(Properties, PartialEq)]
 pub struct Props {
-    pub state: ByPtr<State>,
+    /// The function's lines (`None`: no function picked, or none with samples).
+    pub source: Option<ByPtr<SourceTable>>,
+    /// The function picked ("" = none).
+    pub func: String,
+    pub unit: String,
+    /// Dropped source files: (path as given, text).
+    pub sources: ByPtr<Vec<(String, Rc<str>)>>,
 }
 
 /// The dropped file whose path is the longest suffix of `file` at a `/` boundary.
@@ -29,31 +35,27 @@ pub fn match_source<'a>(
 
 #[function_component(SourceView)]
 pub fn source_view(p: &Props) -> Html {
-    let d = p.state.derived.as_ref();
-    let Some(src) = d.and_then(|d| d.source.as_ref()) else {
-        let msg = if p.state.func.is_empty() {
+    let Some(src) = p.source.as_ref() else {
+        let msg = if p.func.is_empty() {
             "Pick a function in the top table (or double-click a flame frame) to see its lines."
                 .to_owned()
         } else {
-            format!(
-                "{} has no samples for this sample type and filter.",
-                p.state.func
-            )
+            format!("{} has no samples for this sample type and filter.", p.func)
         };
         return html! { <section class="source" data-testid="source-view"><p class="empty-note">{msg}</p></section> };
     };
-    let unit = d.map(|d| d.unit.clone()).unwrap_or_default();
-    let text = match_source(&src.file, &p.state.sources);
+    let unit = &p.unit;
+    let text = match_source(&src.file, &p.sources);
     let header = html! {
         <header class="src-head">
             <h2>{&src.function}</h2>
             <span class="muted">{if src.file.is_empty() { "(no file name in the profile)".to_owned() } else { src.file.clone() }}</span>
-            <span class="src-totals">{format!("flat {} · cum {}", format_value(src.flat, &unit), format_value(src.cum, &unit))}</span>
+            <span class="src-totals">{format!("flat {} · cum {}", format_value(src.flat, unit), format_value(src.cum, unit))}</span>
         </header>
     };
     let body = match text {
-        Some((_, t)) => with_text(src, t, &unit),
-        None => without_text(src, &unit),
+        Some((_, t)) => with_text(src, t, unit),
+        None => without_text(src, unit),
     };
     html! { <section class="source" data-testid="source-view">{header}{body}</section> }
 }

@@ -2,7 +2,7 @@
 //! frame to zoom into it, breadcrumbs to zoom out, hover for details, search to
 //! highlight; inlined frames are drawn lighter with a hatched left edge.
 
-use crate::state::ByPtr;
+use crate::state::{Action, ByPtr};
 use heapsnap_profile::analysis::{format_percent, format_value, FlameTree, Pattern};
 use std::cell::Cell;
 use std::rc::Rc;
@@ -23,8 +23,8 @@ pub struct Props {
     pub total: i64,
     /// Profile load counter: the first paint of each load is marked for the benchmark.
     pub generation: u32,
-    pub on_zoom: Callback<Vec<String>>,
-    pub on_source: Callback<String>,
+    /// Zooms ([`Action::Zoom`]) and opens the source view ([`Action::Source`]).
+    pub dispatch: Callback<Action>,
 }
 
 /// What the pointer is over.
@@ -91,12 +91,14 @@ pub fn flame_graph(p: &Props) -> Html {
             move |(tree, zoom, search, _, generation)| {
                 if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
                     if *painted.borrow() != *generation {
-                        crate::load::mark("flame-drawing");
+                        crate::perf::mark("flame-drawing");
                     }
                     draw(&c, tree, *zoom, Matcher::new(search).as_ref());
+                    // Every redraw (a sample type, filter or zoom change), for the benchmark.
+                    crate::perf::mark("flame-drawn");
                     if *painted.borrow() != *generation {
                         *painted.borrow_mut() = *generation;
-                        crate::load::mark("flame-painted");
+                        crate::perf::mark("flame-painted");
                     }
                 }
             },
@@ -137,27 +139,27 @@ pub fn flame_graph(p: &Props) -> Html {
     };
     let onclick = {
         let tree = p.tree.clone();
-        let on_zoom = p.on_zoom.clone();
+        let dispatch = p.dispatch.clone();
         let path_to = path_to.clone();
         Callback::from(move |e: MouseEvent| {
             let Some(c) = e.target_dyn_into::<HtmlCanvasElement>() else {
                 return;
             };
             if let Some(i) = hit(&c, &tree, zoom, e.offset_x() as f64, e.offset_y() as f64) {
-                on_zoom.emit(path_to(i));
+                dispatch.emit(Action::Zoom(path_to(i)));
             }
         })
     };
     let ondblclick = {
         let tree = p.tree.clone();
-        let on_source = p.on_source.clone();
+        let dispatch = p.dispatch.clone();
         Callback::from(move |e: MouseEvent| {
             let Some(c) = e.target_dyn_into::<HtmlCanvasElement>() else {
                 return;
             };
             if let Some(i) = hit(&c, &tree, zoom, e.offset_x() as f64, e.offset_y() as f64) {
                 if i != 0 {
-                    on_source.emit(tree.name(i).to_owned());
+                    dispatch.emit(Action::Source(tree.name(i).to_owned()));
                 }
             }
         })
@@ -166,7 +168,7 @@ pub fn flame_graph(p: &Props) -> Html {
     let crumbs = {
         let path = p.tree.path(zoom);
         let items = path.iter().enumerate().map(|(k, &i)| {
-            let on_zoom = p.on_zoom.clone();
+            let dispatch = p.dispatch.clone();
             let target: Vec<String> = p.zoom.iter().take(k).cloned().collect();
             let label = if i == 0 { "all".to_owned() } else { p.tree.name(i).to_owned() };
             let current = k + 1 == path.len();
@@ -174,7 +176,7 @@ pub fn flame_graph(p: &Props) -> Html {
                 <>
                     if k > 0 { <span class="sep">{"›"}</span> }
                     <button class={if current { "crumb current" } else { "crumb" }} disabled={current}
-                        onclick={Callback::from(move |_| on_zoom.emit(target.clone()))}>{label}</button>
+                        onclick={Callback::from(move |_| dispatch.emit(Action::Zoom(target.clone())))}>{label}</button>
                 </>
             }
         });

@@ -2,8 +2,8 @@
 //! ⌖ button focuses the flame graph on it. Numeric cells carry the raw number in
 //! `data-value` for tests and scripts.
 
-use crate::state::{ByPtr, SortCol, State};
-use heapsnap_profile::analysis::{format_percent, format_value, Inline, TopRow};
+use crate::state::{Action, ByPtr, SortCol};
+use heapsnap_profile::analysis::{self, format_percent, format_value, Inline, TopRow};
 use yew::prelude::*;
 
 /// Rows rendered before "show all" (the DOM is not a good place for 50k rows).
@@ -11,23 +11,25 @@ const FIRST_ROWS: usize = 1000;
 
 #[derive(Properties, PartialEq)]
 pub struct Props {
-    pub state: ByPtr<State>,
-    pub on_sort: Callback<SortCol>,
-    pub on_source: Callback<String>,
-    pub on_focus: Callback<String>,
-    pub on_show_all: Callback<()>,
+    pub table: ByPtr<analysis::TopTable>,
+    pub unit: String,
+    /// The profile is a diff (values are coloured by sign).
+    pub diff: bool,
+    /// Column and descending.
+    pub sort: (SortCol, bool),
+    /// The function whose row is selected (that of the source view).
+    pub selected: String,
+    /// Every row, not only the first [`FIRST_ROWS`].
+    pub all_rows: bool,
+    /// Sorts, opens a source view, focuses the flame graph, shows all rows.
+    pub dispatch: Callback<Action>,
 }
 
 #[function_component(TopTable)]
 pub fn top_table(p: &Props) -> Html {
-    let Some(d) = p.state.derived.as_ref() else {
-        return html! {};
-    };
-    let Some(top) = d.top.as_ref() else {
-        return html! {};
-    };
-    let unit = d.unit.as_str();
-    let (col, desc) = p.state.sort;
+    let top = &p.table;
+    let unit = p.unit.as_str();
+    let (col, desc) = p.sort;
     let mut rows: Vec<&TopRow> = top.rows.iter().collect();
     // One sort for both orders, through the analysis' shared sort (each instantiation
     // of a sort is kilobytes of wasm). Unstable is the same order: names are unique,
@@ -51,12 +53,12 @@ pub fn top_table(p: &Props) -> Html {
         rows.reverse();
     }
     let total_rows = rows.len();
-    if !p.state.all_rows {
+    if !p.all_rows {
         rows.truncate(FIRST_ROWS);
     }
-    let diff = d.flame.diff;
+    let diff = p.diff;
     let head = |label: &'static str, c: SortCol, class: &'static str| {
-        let on_sort = p.on_sort.clone();
+        let dispatch = p.dispatch.clone();
         let arrow = if col == c {
             if desc {
                 " ▾"
@@ -67,7 +69,7 @@ pub fn top_table(p: &Props) -> Html {
             ""
         };
         html! {
-            <th class={class} onclick={Callback::from(move |_| on_sort.emit(c))}
+            <th class={class} onclick={Callback::from(move |_| dispatch.emit(Action::Sort(c)))}
                 aria-sort={if col == c { if desc { "descending" } else { "ascending" } } else { "none" }}>
                 {label}{arrow}
             </th>
@@ -84,15 +86,15 @@ pub fn top_table(p: &Props) -> Html {
     };
     let body = rows.iter().map(|r| {
         let name = r.name.clone();
-        let on_source = p.on_source.clone();
-        let on_focus = p.on_focus.clone();
+        let on_source = p.dispatch.clone();
+        let on_focus = p.dispatch.clone();
         let focus_name = r.name.clone();
-        let onclick = Callback::from(move |_| on_source.emit(name.clone()));
+        let onclick = Callback::from(move |_| on_source.emit(Action::Source(name.clone())));
         let focus = Callback::from(move |e: MouseEvent| {
             e.stop_propagation();
-            on_focus.emit(focus_name.clone())
+            on_focus.emit(Action::FocusFunction(focus_name.clone()))
         });
-        let selected = p.state.func == r.name;
+        let selected = p.selected == r.name;
         html! {
             <tr data-testid="top-row" data-name={r.name.clone()} class={selected.then_some("selected")} {onclick}>
                 <td class={sign(r.flat)} data-value={r.flat.to_string()}>{format_value(r.flat, unit)}</td>
@@ -112,10 +114,10 @@ pub fn top_table(p: &Props) -> Html {
             </tr>
         }
     });
-    let more = (!p.state.all_rows && total_rows > FIRST_ROWS).then(|| {
-        let on_show_all = p.on_show_all.clone();
+    let more = (!p.all_rows && total_rows > FIRST_ROWS).then(|| {
+        let dispatch = p.dispatch.clone();
         html! {
-            <button class="more" onclick={Callback::from(move |_| on_show_all.emit(()))}>
+            <button class="more" onclick={Callback::from(move |_| dispatch.emit(Action::ShowAllRows))}>
                 {format!("Show all {total_rows} functions")}
             </button>
         }
