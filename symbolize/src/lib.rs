@@ -302,7 +302,6 @@ impl Elf {
     pub fn frames_at(&self, probe: u64) -> (Vec<SymFrame>, Source) {
         if let Some(ctx) = &self.ctx {
             let mut out = Vec::new();
-            let mut outermost = String::new();
             if let Ok(mut it) = ctx.find_frames(probe).skip_all_loads() {
                 while let Ok(Some(f)) = it.next() {
                     let (function, system_name) = match &f.function {
@@ -325,7 +324,6 @@ impl Elf {
                         ),
                         None => (String::new(), 0, 0),
                     };
-                    outermost.clone_from(&system_name);
                     out.push(SymFrame {
                         function,
                         system_name,
@@ -335,7 +333,9 @@ impl Elf {
                     });
                 }
             }
-            if !self.is_live_function(&outermost, probe) {
+            // The last frame is the out-of-line function (inlined ones come first).
+            let outermost = out.last().map_or("", |f| f.system_name.as_str());
+            if !self.is_live_function(outermost, probe) {
                 // A function the linker discarded claims the address: its frames and
                 // lines are not this code's. The symbol table names it; no line.
                 out.clear();
