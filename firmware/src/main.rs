@@ -2,8 +2,9 @@
 //! heap is profiled by sampler-core.
 //!
 //! The global allocator is `embedded-alloc`'s linked-list heap wrapped in
-//! `sampler_core::ProfiledAlloc`, capturing stacks with the frame-pointer walker (the
-//! crate is built with `-C force-frame-pointers=yes`, see `.cargo/config.toml`). The main
+//! `sampler_core::ProfiledAlloc`, capturing stacks with the frame-pointer walker bounded
+//! by cortex-m-rt's stack (`sampler_core::cortex_m::RtStack`; the crate is built with
+//! `-C force-frame-pointers=yes`, see `.cargo/config.toml`). The main
 //! loop handles one message per turn and closes a record cycle with `advance_cycle()`;
 //! every `DUMP_EVERY` messages it streams a snapshot to the host over semihosting
 //! (`snap-000.bin`, `snap-001.bin`, … in QEMU's working directory). Then it exits QEMU
@@ -13,7 +14,6 @@
 
 extern crate alloc;
 
-mod host;
 mod router;
 
 // Links the single-core `critical-section` implementation (interrupts off).
@@ -23,7 +23,8 @@ use core::mem::MaybeUninit;
 use cortex_m_rt::{entry, exception, ExceptionFrame};
 use cortex_m_semihosting::{debug, hprintln};
 use embedded_alloc::LlffHeap;
-use sampler_core::{Captured, FramePointerStack, ProfiledAlloc, StackRange, StackSource};
+use sampler_core::cortex_m::{RtStack, SemihostingFile, SemihostingSink};
+use sampler_core::ProfiledAlloc;
 
 /// Heap bytes (of the LM3S6965's 64 KiB SRAM).
 const HEAP_BYTES: usize = 16 * 1024;
@@ -49,28 +50,13 @@ const BUCKETS: usize = 256;
 const LIVE: usize = 256;
 const DEPTH: usize = 16;
 
-/// Frame-pointer stacks, read only inside SRAM (see `memory.x`), so a corrupt frame
-/// chain cannot fault. A zero-sized type: the range lives in code, not in the static,
-/// which stays all-zero (in .bss).
-struct SramStack;
-
-impl StackSource for SramStack {
-    fn capture(&self, boundary: usize, out: &mut [usize]) -> Captured {
-        const SRAM: StackRange = StackRange::Fixed {
-            lo: 0x2000_0000,
-            hi: 0x2001_0000,
-        };
-        FramePointerStack::new(SRAM).capture(boundary, out)
-    }
-}
-
 static mut HEAP_MEM: [MaybeUninit<u8>; HEAP_BYTES] = [MaybeUninit::uninit(); HEAP_BYTES];
 
 /// Profiled from the first allocation on. `off()` keeps the static all-zero, so its
 /// 17 KiB of tables land in .bss and cost no flash; `start()` at boot sets rate and seed.
 #[global_allocator]
-static HEAP: ProfiledAlloc<LlffHeap, SramStack, STACKS, FRAMES, BUCKETS, LIVE, DEPTH> =
-    ProfiledAlloc::off(LlffHeap::empty(), SramStack);
+static HEAP: ProfiledAlloc<LlffHeap, RtStack, STACKS, FRAMES, BUCKETS, LIVE, DEPTH> =
+    ProfiledAlloc::off(LlffHeap::empty(), RtStack);
 
 #[entry]
 fn main() -> ! {
@@ -129,20 +115,33 @@ fn main() -> ! {
 /// No mappings: the host symbolizes firmware addresses at the ELF's link addresses.
 /// Failures are printed here (the cause types differ) and end the run.
 fn dump_snapshot(n: u32) -> Result<usize, ()> {
-    let name = host::snapshot_name(n);
-    let file = host::HostFile::create(&name).map_err(|e| hprintln!("snapshot {}: semihosting open: {:?}", n, e))?;
+    let name = snapshot_name(n);
+    let file = SemihostingFile::create(&name).map_err(|e| hprintln!("snapshot {}: {}", n, e))?;
     let (len, file) = HEAP
         .profiler()
-        .write_snapshot(&[], host::HostFlavor::new(file))
+        .write_snapshot(&[], SemihostingSink::new(file))
         .map_err(|e| hprintln!("snapshot {}: {}", n, e))?;
     file.close()
-        .map_err(|e| hprintln!("snapshot {}: semihosting close: {:?}", n, e))?;
+        .map_err(|e| hprintln!("snapshot {}: {}", n, e))?;
     Ok(len)
+}
+
+/// `snap-NNN.bin\0` for snapshot number `n` (0..=999), without formatting machinery.
+fn snapshot_name(n: u32) -> [u8; 13] {
+    let mut name = *b"snap-000.bin\0";
+    name[5] = b'0' + (n / 100 % 10) as u8;
+    name[6] = b'0' + (n / 10 % 10) as u8;
+    name[7] = b'0' + (n % 10) as u8;
+    name
 }
 
 /// Leave QEMU with a status code (semihosting SYS_EXIT).
 fn exit(ok: bool) -> ! {
-    debug::exit(if ok { debug::EXIT_SUCCESS } else { debug::EXIT_FAILURE });
+    debug::exit(if ok {
+        debug::EXIT_SUCCESS
+    } else {
+        debug::EXIT_FAILURE
+    });
     #[allow(clippy::empty_loop)]
     loop {}
 }

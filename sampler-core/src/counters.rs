@@ -90,6 +90,7 @@ macro_rules! counters {
 counters! {
     /// Everything the sampler had to drop or skip, so nothing is lost silently.
     /// Travels in every snapshot, fields in wire order; [`Counters::LIST`] names them.
+    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
     pub struct Counters {
         v1: [

@@ -32,6 +32,9 @@ pub mod decoded;
 pub mod snapshot;
 
 mod alloc;
+/// Cortex-M on cortex-m-rt: the bounded stack source and the semihosting sink.
+#[cfg(all(feature = "cortex-m", target_arch = "arm", target_os = "none"))]
+pub mod cortex_m;
 mod counters;
 #[cfg(all(feature = "std", target_os = "linux"))]
 pub mod mappings;

@@ -58,6 +58,7 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> SnapshotSou
 }
 
 /// Why a snapshot was not written.
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SnapshotError {
     /// Called from inside the profiler (e.g. an allocation hook or interrupt while the
@@ -103,6 +104,27 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
             })
         })
         .ok_or(SnapshotError::Reentered)
+    }
+
+    /// Most bytes a snapshot of these capacities can take, without mappings (firmware
+    /// at link addresses): a `static mut [u8; MAX_SNAPSHOT_LEN]` never overflows.
+    pub const MAX_SNAPSHOT_LEN: usize = Self::max_snapshot_len(&[]);
+
+    /// [`MAX_SNAPSHOT_LEN`](Self::MAX_SNAPSHOT_LEN) for a COBS-framed snapshot.
+    pub const MAX_SNAPSHOT_LEN_FRAMED: usize = snapshot::max_framed_len(Self::MAX_SNAPSHOT_LEN);
+
+    /// Most bytes a snapshot of these capacities can take with these `mappings`.
+    pub const fn max_snapshot_len(mappings: &[MappingRef<'_>]) -> usize {
+        snapshot::max_encoded_len(
+            snapshot::Shape {
+                word_size: core::mem::size_of::<usize>(),
+                stacks: S,
+                frames: F,
+                depth: D,
+                buckets: B,
+            },
+            mappings,
+        )
     }
 
     /// Write a snapshot into any postcard [`Flavor`] (a UART, semihosting, a flash
@@ -160,8 +182,9 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
                     buf.truncate(n);
                     return Ok(buf);
                 }
-                Err(SnapshotError::Encode(EncodeError::SinkFull)) if cap < (1 << 30) => {
-                    cap *= 4;
+                Err(SnapshotError::Encode(EncodeError::SinkFull { needed })) if cap < needed => {
+                    // The tables may grow between the sizing pass and the next try.
+                    cap = needed + needed / 8;
                 }
                 Err(e) => return Err(e),
             }

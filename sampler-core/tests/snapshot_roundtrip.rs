@@ -32,7 +32,7 @@ fn too_small_buffer_is_sink_full_at_every_size() {
         let mut buf = vec![0u8; len];
         assert_eq!(
             encode_to_slice(&s, &mut buf).unwrap_err(),
-            EncodeError::SinkFull,
+            EncodeError::SinkFull { needed: n },
             "buffer of {len}"
         );
     }

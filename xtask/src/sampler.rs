@@ -38,6 +38,23 @@ pub fn device_checks() -> Res {
             "--target",
             t,
         ]))?;
+        // With the integration features a firmware would enable on that target.
+        let features = if t.starts_with("thumb") {
+            "cortex-m,defmt"
+        } else {
+            "defmt"
+        };
+        tools::run(cargo().args([
+            "build",
+            "--quiet",
+            "-p",
+            "sampler-core",
+            "--lib",
+            "--target",
+            t,
+            "--features",
+            features,
+        ]))?;
     }
     // 2. The link test: release + LTO, panic handler that cannot link.
     let dir = root().join("sampler-core/link-test");

@@ -117,6 +117,20 @@ pub fn checks() -> Res {
         "-D",
         "warnings",
     ]))?;
+    // The device integrations compile only for bare-metal Arm: lint them there.
+    tools::ensure_targets(&["thumbv7m-none-eabi"])?;
+    tools::run(cargo().args([
+        "clippy",
+        "-p",
+        "sampler-core",
+        "--target",
+        "thumbv7m-none-eabi",
+        "--features",
+        "cortex-m,defmt",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
     tools::run(cargo().args(["build", "-p", "heapsnap-profile", "--no-default-features"]))?;
     tools::run(cargo().args(["build", "-p", "viewer-wasm"]))
 }

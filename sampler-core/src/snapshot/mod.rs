@@ -17,17 +17,25 @@ mod cobs;
 mod crc;
 #[cfg(feature = "decode")]
 mod reader;
+mod sink;
 mod writer;
 
 pub use self::cobs::CobsFlavor;
 pub use self::crc::crc32;
 #[cfg(feature = "decode")]
 pub use self::reader::{decode, decode_frames, decode_prefix, Capture, DecodeError, Frame};
+pub use self::sink::FnSink;
 pub use self::writer::{
-    encode, encode_framed, encode_framed_to_slice, encode_to_slice, EncodeError,
+    encode, encode_framed, encode_framed_to_slice, encode_to_slice, encoded_len,
+    encoded_len_framed, EncodeError,
 };
 #[cfg(feature = "decode")]
 pub use self::writer::{encode_framed_to_vec, encode_to_vec};
+/// The sink trait snapshots stream into, its slice sink and its error, re-exported so
+/// firmware implements or picks a sink without depending on postcard (and on the
+/// matching postcard version) itself.
+pub use postcard::ser_flavors::{Flavor, Slice};
+pub use postcard::Error as FlavorError;
 
 use crate::{Counters, Cycle};
 
@@ -42,6 +50,85 @@ pub const VERSION: u16 = 1;
 /// Number of counters every version-1 snapshot carries (a decoder rejects fewer):
 /// the `v1` part of the counter table, so the spec's minimum cannot drift from it.
 pub const COUNTERS_V1: usize = Counters::V1;
+
+/// The table sizes a snapshot's length is bounded by: a device profiler's capacities
+/// ([`Profiler::MAX_SNAPSHOT_LEN`](crate::Profiler::MAX_SNAPSHOT_LEN) fills it in).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// Bytes per frame and object size on the device (`size_of::<usize>()`).
+    pub word_size: usize,
+    /// Most interned stacks.
+    pub stacks: usize,
+    /// Most frames over all stacks.
+    pub frames: usize,
+    /// Most frames in one stack.
+    pub depth: usize,
+    /// Most buckets.
+    pub buckets: usize,
+}
+
+/// Bytes of the longest varint postcard writes for a value of `bits` bits.
+const fn varint_len(bits: usize) -> usize {
+    if bits == 0 {
+        1
+    } else {
+        bits.div_ceil(7)
+    }
+}
+
+/// Bits needed to hold `n`.
+const fn bits(n: usize) -> usize {
+    (usize::BITS - n.leading_zeros()) as usize
+}
+
+/// Upper bound on the bytes [`encode`] writes for any source of this `shape` with
+/// these `mappings`, whatever the tables hold: what to size a snapshot buffer to at
+/// compile time, so [`EncodeError::SinkFull`] cannot happen.
+///
+/// Counts every varint at its widest (10 bytes for a `u64` counter), so the bound is
+/// loose for young tables; [`encoded_len`] gives the exact figure of the moment.
+pub const fn max_encoded_len(shape: Shape, mappings: &[MappingRef<'_>]) -> usize {
+    const U64: usize = 10;
+    let word_bits = shape.word_size * 8;
+    // A first frame is a word; later ones zigzag deltas of words (one more bit).
+    let frame = if varint_len(word_bits + 1) < U64 {
+        varint_len(word_bits + 1)
+    } else {
+        U64
+    };
+    let word = varint_len(word_bits);
+    let stack_id = varint_len(32);
+    let mut n = MAGIC.len() + 2 + 1 + U64 + U64;
+    n += varint_len(bits(Counters::LEN)) + Counters::LEN * U64;
+    n += varint_len(bits(mappings.len()));
+    let mut i = 0;
+    while i < mappings.len() {
+        let m = &mappings[i];
+        n += 3 * U64;
+        n += varint_len(bits(m.name.len())) + m.name.len();
+        n += varint_len(bits(m.build_id.len())) + m.build_id.len();
+        i += 1;
+    }
+    let most = shape.stacks.saturating_mul(shape.depth);
+    let frames = if shape.frames < most {
+        shape.frames
+    } else {
+        most
+    };
+    n += varint_len(bits(shape.stacks));
+    n += shape.stacks * (stack_id + varint_len(bits(shape.depth)));
+    n += frames * frame;
+    n += varint_len(bits(shape.buckets));
+    n += shape.buckets * (stack_id + word + 4 * U64);
+    n + 4
+}
+
+/// Upper bound on the bytes [`encode_framed`] writes for a snapshot that [`encode`]
+/// writes in `unframed` bytes: one COBS code byte per 254 bytes, one more, and the
+/// `0x00` delimiter.
+pub const fn max_framed_len(unframed: usize) -> usize {
+    unframed + unframed / 254 + 2
+}
 
 /// Scalar header fields of a snapshot (everything but the tables).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -9,11 +9,17 @@ use super::crc::CrcFlavor;
 use super::{CobsFlavor, SnapshotSource, MAGIC, VERSION};
 
 /// Why a snapshot could not be written.
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum EncodeError {
     /// The sink is full (for a slice: the buffer is too small for the snapshot).
-    SinkFull,
+    SinkFull {
+        /// Bytes the whole snapshot takes in this sink's encoding (framed or not),
+        /// counted by a second, writing-nothing pass: size the buffer to this (or to
+        /// [`max_encoded_len`](super::max_encoded_len) for any state of the tables).
+        needed: usize,
+    },
     /// The sink reported another failure (a custom flavor's I/O error).
     SinkFailed,
     /// A source iterator yielded a different number of items than its `len()`
@@ -31,9 +37,10 @@ pub enum EncodeError {
 impl fmt::Display for EncodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            EncodeError::SinkFull => {
-                f.write_str("snapshot sink is full (buffer too small for the snapshot)")
-            }
+            EncodeError::SinkFull { needed } => write!(
+                f,
+                "snapshot sink is full: the snapshot needs {needed} bytes (buffer too small?)"
+            ),
             EncodeError::SinkFailed => f.write_str("snapshot sink failed to write"),
             EncodeError::LengthMismatch {
                 section,
@@ -50,12 +57,56 @@ impl fmt::Display for EncodeError {
 
 impl core::error::Error for EncodeError {}
 
-impl From<postcard::Error> for EncodeError {
+/// What one encoding pass can fail with: the sink's own error (told apart later, when
+/// a full sink is answered with the size it would have needed) or a lying source.
+enum Failed {
+    Sink(postcard::Error),
+    Source(EncodeError),
+}
+
+impl From<postcard::Error> for Failed {
     fn from(e: postcard::Error) -> Self {
-        match e {
-            postcard::Error::SerializeBufferFull => EncodeError::SinkFull,
-            _ => EncodeError::SinkFailed,
-        }
+        Failed::Sink(e)
+    }
+}
+
+/// Counts the bytes written through it and keeps none: the sizing pass.
+#[derive(Default)]
+struct Count(usize);
+
+impl Flavor for Count {
+    type Output = usize;
+
+    fn try_push(&mut self, _: u8) -> postcard::Result<()> {
+        self.0 += 1;
+        Ok(())
+    }
+
+    fn try_extend(&mut self, bytes: &[u8]) -> postcard::Result<()> {
+        self.0 += bytes.len();
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<usize> {
+        Ok(self.0)
+    }
+}
+
+/// Turns one pass's failure into the public error; a full sink gets a second pass
+/// through `size` (the same framing over a counter) so the error says what was needed.
+fn finish<O>(
+    r: Result<O, Failed>,
+    size: impl FnOnce() -> Result<usize, Failed>,
+) -> Result<O, EncodeError> {
+    match r {
+        Ok(o) => Ok(o),
+        Err(Failed::Source(e)) => Err(e),
+        Err(Failed::Sink(postcard::Error::SerializeBufferFull)) => match size() {
+            Ok(needed) => Err(EncodeError::SinkFull { needed }),
+            Err(Failed::Source(e)) => Err(e),
+            Err(Failed::Sink(_)) => Err(EncodeError::SinkFailed),
+        },
+        Err(Failed::Sink(_)) => Err(EncodeError::SinkFailed),
     }
 }
 
@@ -63,8 +114,29 @@ impl From<postcard::Error> for EncodeError {
 /// [`Slice`], the written prefix). The CRC is computed on the way and appended.
 ///
 /// Fields go from the source straight to the sink: no table is copied, nothing is
-/// allocated, and on error nothing after the failure point is written.
+/// allocated, and on error nothing after the failure point is written. A full sink is
+/// reported with the bytes the snapshot needs ([`EncodeError::SinkFull`]).
 pub fn encode<S, F>(src: &S, sink: F) -> Result<F::Output, EncodeError>
+where
+    S: SnapshotSource + ?Sized,
+    F: Flavor,
+{
+    finish(write(src, sink), || write(src, Count::default()))
+}
+
+/// Bytes [`encode`] writes for `src` now (nothing is written): to size a buffer, or to
+/// check one against [`max_encoded_len`](super::max_encoded_len).
+pub fn encoded_len<S: SnapshotSource + ?Sized>(src: &S) -> Result<usize, EncodeError> {
+    finish(write(src, Count::default()), || Ok(0))
+}
+
+/// Bytes [`encode_framed`] writes for `src` now, delimiter included.
+pub fn encoded_len_framed<S: SnapshotSource + ?Sized>(src: &S) -> Result<usize, EncodeError> {
+    finish(write(src, CobsFlavor::new(Count::default())), || Ok(0))
+}
+
+/// The encoding pass behind every public writer.
+fn write<S, F>(src: &S, sink: F) -> Result<F::Output, Failed>
 where
     S: SnapshotSource + ?Sized,
     F: Flavor,
@@ -159,15 +231,15 @@ where
     Ok(w.output.finalize()?)
 }
 
-fn check(section: &'static str, announced: usize, yielded: usize) -> Result<(), EncodeError> {
+fn check(section: &'static str, announced: usize, yielded: usize) -> Result<(), Failed> {
     if announced == yielded {
         Ok(())
     } else {
-        Err(EncodeError::LengthMismatch {
+        Err(Failed::Source(EncodeError::LengthMismatch {
             section,
             announced,
             yielded,
-        })
+        }))
     }
 }
 
@@ -186,7 +258,9 @@ where
     S: SnapshotSource + ?Sized,
     F: Flavor,
 {
-    encode(src, CobsFlavor::new(sink))
+    finish(write(src, CobsFlavor::new(sink)), || {
+        write(src, CobsFlavor::new(Count::default()))
+    })
 }
 
 /// [`encode_framed`] into a caller's buffer; returns the written prefix.
