@@ -18,6 +18,19 @@ use std::process::Command;
 const LEAK_FN: &str = "remember_message";
 /// Its file in the firmware crate.
 const LEAK_FILE: &str = "firmware/src/router.rs";
+/// The demo firmware's leak: the function (its path's tail) and its source file.
+const DEMO_LEAK: Leak = Leak {
+    func: "::router::remember_message",
+    file: LEAK_FILE,
+};
+
+/// A leaking function the tests expect at the top of in-use space.
+struct Leak {
+    /// The symbol's tail as pprof prints it (`…::router::remember_message`).
+    func: &'static str,
+    /// Its source file, relative to the repository.
+    file: &'static str,
+}
 /// Name of the ELF copy `cargo xtask firmware` puts next to the snapshots.
 const ELF_NAME: &str = "heapsnap-firmware.elf";
 
@@ -61,15 +74,18 @@ fn snapshots(dir: &Path) -> Vec<PathBuf> {
 
 /// Lines of `fn remember_message` in the firmware source (signature to closing brace),
 /// read from the file so the test follows edits to it.
-fn leak_lines() -> RangeInclusive<u32> {
-    let src = std::fs::read_to_string(repo_root().join(LEAK_FILE)).expect("firmware source");
+fn leak_lines(leak: &Leak) -> RangeInclusive<u32> {
+    let src = std::fs::read_to_string(repo_root().join(leak.file)).expect("firmware source");
     let lines: Vec<&str> = src.lines().collect();
+    let name = leak.func.rsplit("::").next().unwrap_or(leak.func);
     let start = lines
         .iter()
-        .position(|l| l.contains(&format!("fn {LEAK_FN}(")))
-        .unwrap_or_else(|| panic!("{LEAK_FILE} has no fn {LEAK_FN}"));
+        .position(|l| l.contains(&format!("fn {name}(")))
+        .unwrap_or_else(|| panic!("{} has no fn {name}", leak.file));
+    // The closing brace at the signature's indentation.
+    let indent = &lines[start][..lines[start].len() - lines[start].trim_start().len()];
     let end = (start..lines.len())
-        .find(|&i| lines[i] == "}")
+        .find(|&i| lines[i] == format!("{indent}}}"))
         .expect("closing brace of the function");
     (start as u32 + 1)..=(end as u32 + 1)
 }
@@ -116,36 +132,44 @@ fn pprof_top_names_the_leak_with_file_and_line_from_dwarf() {
     let out = firmware_out();
     let snaps = snapshots(&out);
     let pb = convert(&out, snaps.last().unwrap(), "top");
-    if let Err(e) = leak_tops_inuse_with_its_line(&pb) {
+    if let Err(e) = leak_tops_inuse_with_its_line(&pb, &DEMO_LEAK) {
         panic!("{e}");
     }
 }
 
 /// `go tool pprof -top -lines` of `pb`'s in-use space starts with the leak, at a line of
 /// its body in the router's source.
-fn leak_tops_inuse_with_its_line(pb: &Path) -> Result<(), String> {
+fn leak_tops_inuse_with_its_line(pb: &Path, leak: &Leak) -> Result<(), String> {
     let top = pprof(&["-top", "-sample_index=inuse_space", "-lines"], pb);
     let row = first_top_row(&top);
-    if !row.contains(&format!("::router::{LEAK_FN} ")) {
+    if !row.contains(&format!("{} ", leak.func)) {
         return Err(format!("the leak is not at the top of inuse_space:\n{top}"));
     }
     // `… router::remember_message /path/firmware/src/router.rs:171`
-    let loc = row.rsplit(' ').next().unwrap_or_default();
+    // An inlined function's row ends in ` (inline)`.
+    let loc = row
+        .trim_end_matches(" (inline)")
+        .rsplit(' ')
+        .next()
+        .unwrap_or_default();
     let (file, line) = loc
         .rsplit_once(':')
         .ok_or_else(|| format!("no file:line in `{row}`"))?;
-    if !file.ends_with("src/router.rs") {
+    let want = leak.file.rsplit_once("/src/").map_or(leak.file, |(_, f)| f);
+    if !file.ends_with(&format!("src/{want}")) {
         return Err(format!(
-            "top row's file is {file}, not the router's source: `{row}`"
+            "top row's file is {file}, not {}: `{row}`",
+            leak.file
         ));
     }
     let line: u32 = line
         .parse()
         .map_err(|_| format!("line in `{row}` is not a number"))?;
-    let body = leak_lines();
+    let body = leak_lines(leak);
     if !body.contains(&line) {
         return Err(format!(
-            "line {line} of the top row is outside {LEAK_FN} ({body:?} in {LEAK_FILE}):\n{top}"
+            "line {line} of the top row is outside {} ({body:?} in {}):\n{top}",
+            leak.func, leak.file
         ));
     }
     Ok(())
@@ -197,8 +221,11 @@ fn the_leak_tops_inuse_and_stacks_end_in_reset_at_every_opt_level_and_lto() {
             );
             let snaps = snapshots(&out);
             let pb = convert(&out, snaps.last().unwrap(), &format!("matrix-{name}"));
-            for check in [leak_tops_inuse_with_its_line, every_stack_ends_in_reset] {
-                if let Err(e) = check(&pb) {
+            for r in [
+                leak_tops_inuse_with_its_line(&pb, &DEMO_LEAK),
+                every_stack_ends_in_reset(&pb),
+            ] {
+                if let Err(e) = r {
                     failures.push(format!("opt-level {level}, {lto}: {e}"));
                 }
             }
@@ -207,6 +234,54 @@ fn the_leak_tops_inuse_and_stacks_end_in_reset_at_every_opt_level_and_lto() {
     }
     assert_eq!(checked, 12);
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The newcomer test: `cargo xtask guide` assembled a firmware from the code blocks of
+/// `docs/integrating.md` section 1 alone (into `target/guide-firmware`), built it at
+/// cargo's default release profile (opt-level 3) and ran it in QEMU. Its leak is the top
+/// in-use row in `heapsnap top` and in `go tool pprof`, at a line of its body, every
+/// stack ends in `Reset`, and the guide names that function where it says so.
+#[test]
+fn the_guides_firmware_at_default_release_names_its_leak() {
+    const GUIDE_LEAK: Leak = Leak {
+        func: "my_firmware::app::App::record_event",
+        file: "target/guide-firmware/src/main.rs",
+    };
+    let guide = std::fs::read_to_string(repo_root().join("docs/integrating.md")).unwrap();
+    assert!(
+        guide.contains(&format!("`{}` first", GUIDE_LEAK.func)),
+        "docs/integrating.md no longer says that `heapsnap top` puts {} first",
+        GUIDE_LEAK.func
+    );
+    let out = firmware_out().join("guide");
+    assert!(
+        out.join(ELF_NAME).is_file(),
+        "{} is missing: `cargo xtask guide` did not run (or failed) before this test",
+        out.display()
+    );
+    let snaps = snapshots(&out);
+    let last = snaps.last().unwrap();
+    let top = run(Command::new(heapsnap())
+        .arg("top")
+        .arg("--elf")
+        .arg(out.join(ELF_NAME))
+        .arg(last));
+    // `Showing nodes …`, the column header, then the rows.
+    let rows = e2e::top_body(&top);
+    assert!(
+        rows.get(2).is_some_and(|r| r.contains(GUIDE_LEAK.func)),
+        "heapsnap top does not put {} first:\n{top}",
+        GUIDE_LEAK.func
+    );
+    let pb = convert(&out, last, "guide");
+    for r in [
+        leak_tops_inuse_with_its_line(&pb, &GUIDE_LEAK),
+        every_stack_ends_in_reset(&pb),
+    ] {
+        if let Err(e) = r {
+            panic!("{e}");
+        }
+    }
 }
 
 #[test]

@@ -62,7 +62,7 @@ pub fn build_and_run() -> Res<Vec<PathBuf>> {
 
 /// Copy `elf` into `out` (as [`ELF_NAME`]), run it in QEMU there with the old snapshots
 /// removed, and return the new ones in order.
-fn run_into(elf: &Path, out: &Path) -> Res<Vec<PathBuf>> {
+pub fn run_into(elf: &Path, out: &Path) -> Res<Vec<PathBuf>> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     for old in snapshots_in(out)? {
         std::fs::remove_file(&old).map_err(|e| format!("{}: {e}", old.display()))?;
@@ -203,7 +203,7 @@ fn matrix_workspace() -> Res<PathBuf> {
 }
 
 /// `cargo` in a firmware workspace `dir`, so its `.cargo/config.toml` applies.
-fn firmware_cargo(dir: &Path) -> Command {
+pub fn firmware_cargo(dir: &Path) -> Command {
     let mut c = tools::cargo();
     c.current_dir(dir)
         // Flags from the environment would replace the config's rustflags and drop the

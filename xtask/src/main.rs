@@ -7,6 +7,7 @@
 mod demo;
 mod firmware;
 mod fuzz;
+mod guide;
 mod sampler;
 mod test;
 mod tools;
@@ -26,6 +27,8 @@ tasks:
   bench-viewer                   time file → first flame paint and memory in headless Chromium
   firmware [--matrix]            build and run the QEMU firmware, writing snapshots
                                  (--matrix: at every opt-level, with and without LTO)
+  guide                          compile every code block of docs/integrating.md and README.md;
+                                 build the guide's firmware at default release, run it in QEMU
   bench                          run the criterion benchmarks and print their figures
   device                         sampler-core device builds, no-panic link test, flash size
   check                          rustfmt, clippy (warnings denied), viewer/device feature builds
@@ -45,6 +48,10 @@ fn main() -> ExitCode {
         "bench-viewer" => viewer::bench(rest),
         "firmware" => firmware::run(rest),
         "bench" => test::bench(rest),
+        "guide" => match rest.first() {
+            None => guide::build_and_run().map(|out| println!("{}", out.display())),
+            Some(a) => Err(format!("`guide` takes no arguments (got `{a}`)")),
+        },
         "device" => sampler::device_checks(),
         "check" => test::checks(),
         "fuzz" => fuzz::fuzz_smoke(),

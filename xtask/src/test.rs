@@ -68,6 +68,10 @@ pub fn run(args: &[String]) -> Res {
         "firmware opt-level matrix in QEMU (0 1 2 3 s z, LTO on/off)",
         &|| crate::firmware::build_and_run_matrix().map(|_| ()),
     );
+    go(
+        "guide: every code block compiled, its firmware at default release in QEMU",
+        &|| crate::guide::build_and_run().map(|_| ()),
+    );
     go("cargo test --workspace", &cargo_tests);
     go("fuzz targets (bounded)", &crate::fuzz::fuzz_smoke);
 
