@@ -159,44 +159,20 @@ where
         out.serialize_u64(v)?;
     }
 
-    let mappings = src.mappings();
-    let announced = mappings.len();
-    out.serialize_u64(announced as u64)?;
-    let mut yielded = 0;
-    for m in mappings {
-        yielded += 1;
-        if yielded > announced {
-            break;
-        }
+    section(out, "mappings", src.mappings(), |out, _, m| {
         out.serialize_u64(m.start)?;
         out.serialize_u64(m.end)?;
         out.serialize_u64(m.offset)?;
         out.serialize_bytes(m.name.as_bytes())?;
         out.serialize_bytes(m.build_id)?;
-    }
-    check("mappings", announced, yielded)?;
+        Ok(())
+    })?;
 
-    let stacks = src.stacks();
-    let announced = stacks.len();
-    out.serialize_u64(announced as u64)?;
-    let mut yielded = 0;
-    for s in stacks {
-        yielded += 1;
-        if yielded > announced {
-            break;
-        }
+    section(out, "stacks", src.stacks(), |out, _, s| {
         out.serialize_u32(s.id)?;
-        let frames = s.frames.iter();
-        let n = frames.len();
-        out.serialize_u64(n as u64)?;
-        let mut written = 0;
         let mut prev = 0u64;
-        for f in frames {
-            written += 1;
-            if written > n {
-                break;
-            }
-            if written == 1 {
+        section(out, "frames", s.frames.iter(), |out, i, f| {
+            if i == 0 {
                 out.serialize_u64(f)?;
             } else {
                 // Signed distance to the previous frame, zigzag varint: neighbouring
@@ -204,31 +180,49 @@ where
                 out.serialize_i64(f.wrapping_sub(prev) as i64)?;
             }
             prev = f;
-        }
-        check("frames", n, written)?;
-    }
-    check("stacks", announced, yielded)?;
+            Ok(())
+        })
+    })?;
 
-    let buckets = src.buckets();
-    let announced = buckets.len();
-    out.serialize_u64(announced as u64)?;
-    let mut yielded = 0;
-    for b in buckets {
-        yielded += 1;
-        if yielded > announced {
-            break;
-        }
+    section(out, "buckets", src.buckets(), |out, _, b| {
         out.serialize_u32(b.stack_id)?;
         out.serialize_u64(b.size)?;
         out.serialize_u64(b.active.allocs)?;
         out.serialize_u64(b.active.frees)?;
         out.serialize_u64(b.active.alloc_bytes)?;
         out.serialize_u64(b.active.free_bytes)?;
-    }
-    check("buckets", announced, yielded)?;
+        Ok(())
+    })?;
 
     // Appends the CRC (4 bytes, little-endian) and finalizes the sink.
     Ok(w.output.finalize()?)
+}
+
+/// The serializer every section writes into (the CRC computed on the way).
+type Out<F> = postcard::Serializer<CrcFlavor<F>>;
+
+/// One counted section: `items.len()`, then each item through `each` (given its index).
+/// The count is on the wire before the items, so a source that yields another number
+/// than it announced fails the snapshot instead of writing one whose counts lie.
+fn section<F: Flavor, I: ExactSizeIterator>(
+    out: &mut Out<F>,
+    name: &'static str,
+    items: I,
+    mut each: impl FnMut(&mut Out<F>, usize, I::Item) -> Result<(), Failed>,
+) -> Result<(), Failed> {
+    let announced = items.len();
+    out.serialize_u64(announced as u64)?;
+    let mut yielded = 0;
+    for item in items {
+        if yielded == announced {
+            // One more than announced is enough to know the source lied.
+            yielded += 1;
+            break;
+        }
+        each(out, yielded, item)?;
+        yielded += 1;
+    }
+    check(name, announced, yielded)
 }
 
 fn check(section: &'static str, announced: usize, yielded: usize) -> Result<(), Failed> {
