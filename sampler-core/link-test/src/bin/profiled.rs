@@ -1,6 +1,7 @@
 //! A minimal firmware using sampler-core the way an integrator would: `ProfiledAlloc`
 //! as the global allocator (frame-pointer stacks bounded by the stack region),
-//! `advance_cycle` each main-loop turn, and a snapshot written into a RAM buffer.
+//! `advance_cycle` each main-loop turn, and a snapshot written into a RAM buffer and
+//! published into the mailbox a debugger reads.
 //! Its flash size minus `baseline`'s is the profiler's flash cost.
 #![no_std]
 #![no_main]
@@ -11,7 +12,7 @@ use core::alloc::{GlobalAlloc, Layout};
 use core::hint::black_box;
 
 use cortex_m_rt::entry;
-use sampler_core::ProfiledAlloc;
+use sampler_core::{ProfiledAlloc, SnapshotMailbox};
 use sampler_link_test::{Bump, McuStack};
 
 #[global_allocator]
@@ -19,6 +20,11 @@ static HEAP: ProfiledAlloc<Bump, McuStack, 64, 1024, 128, 128, 16> =
     ProfiledAlloc::off(Bump::new(), McuStack);
 
 static mut SNAPSHOT: [u8; 2048] = [0; 2048];
+
+/// Where a debugger reads the latest snapshot (`heapsnap pull`): publishing is on the
+/// no-panic path too.
+#[no_mangle]
+static HEAPSNAP_MAILBOX: SnapshotMailbox<2048> = SnapshotMailbox::new();
 
 #[entry]
 fn main() -> ! {
@@ -45,6 +51,7 @@ fn main() -> ! {
                 .map(|s| s.len())
                 .unwrap_or(0);
             black_box(written);
+            black_box(HEAPSNAP_MAILBOX.publish(HEAP.profiler(), &[]).is_ok());
         }
         #[cfg(feature = "inject-panic")]
         {
