@@ -163,8 +163,7 @@ fn live() -> ! {
 /// Failures are printed here (the cause types differ) and end the run.
 fn dump_snapshot(n: u32) -> Result<usize, ()> {
     let name = host::snapshot_name(n);
-    let file = host::HostFile::create(&name)
-        .map_err(|e| hprintln!("snapshot {}: semihosting open: {:?}", n, e))?;
+    let file = host::HostFile::create(&name).map_err(|e| hprintln!("snapshot {}: semihosting open: {:?}", n, e))?;
     let (len, file) = HEAP
         .profiler()
         .write_snapshot(&[], host::HostFlavor::new(file))
@@ -188,11 +187,7 @@ fn dump_snapshot(n: u32) -> Result<usize, ()> {
 
 /// Leave QEMU with a status code (semihosting SYS_EXIT).
 fn exit(ok: bool) -> ! {
-    debug::exit(if ok {
-        debug::EXIT_SUCCESS
-    } else {
-        debug::EXIT_FAILURE
-    });
+    debug::exit(if ok { debug::EXIT_SUCCESS } else { debug::EXIT_FAILURE });
     #[allow(clippy::empty_loop)]
     loop {}
 }

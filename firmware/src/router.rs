@@ -75,9 +75,7 @@ impl Router {
     #[inline(never)]
     pub fn handle_message(&mut self) {
         let frame = receive_frame(&mut self.rx_ring, &mut self.rx_head, &mut self.rng);
-        let Some(msg) = decode_message(&frame) else {
-            return;
-        };
+        let Some(msg) = decode_message(&frame) else { return };
         drop(frame);
         route_message(self, &msg);
     }
@@ -179,9 +177,7 @@ pub fn route_message(router: &mut Router, msg: &Message) {
         Kind::Data | Kind::Ping => {}
     }
     let reply = encode_reply(msg, port);
-    router.checksum = reply
-        .iter()
-        .fold(router.checksum, |c, &b| c.rotate_left(5) ^ b as u32);
+    router.checksum = reply.iter().fold(router.checksum, |c, &b| c.rotate_left(5) ^ b as u32);
     router.forwarded += 1;
 }
 
