@@ -21,7 +21,9 @@ pub enum GdbError {
         addr: String,
         source: std::io::Error,
     },
-    #[error("the GDB server at {addr} did not answer {what} within {secs:.1} s (target not responding)")]
+    #[error(
+        "the GDB server at {addr} did not answer {what} within {secs:.1} s (target not responding)"
+    )]
     Timeout {
         addr: String,
         what: String,
@@ -42,7 +44,11 @@ pub enum GdbError {
         why: &'static str,
     },
     #[error("the target cannot read {len} bytes at {addr:#x}: the GDB server answered `{reply}` (an address outside the target's RAM: is the ELF the one running?)")]
-    ReadFailed { addr: u64, len: usize, reply: String },
+    ReadFailed {
+        addr: u64,
+        len: usize,
+        reply: String,
+    },
 }
 
 /// A connection to a GDB server.
@@ -165,9 +171,8 @@ impl Gdb {
                     reply: String::from_utf8_lossy(&reply).into_owned(),
                 });
             }
-            let bytes = unhex(&reply).ok_or_else(|| {
-                self.protocol(&format!("`{cmd}`"), &reply, "not hex bytes")
-            })?;
+            let bytes = unhex(&reply)
+                .ok_or_else(|| self.protocol(&format!("`{cmd}`"), &reply, "not hex bytes"))?;
             if bytes.is_empty() || bytes.len() > n {
                 return Err(self.protocol(
                     &format!("`{cmd}`"),
@@ -315,9 +320,7 @@ impl Gdb {
                 }
             }
         }
-        self.pending
-            .pop_front()
-            .ok_or_else(|| self.timed_out(what))
+        self.pending.pop_front().ok_or_else(|| self.timed_out(what))
     }
 
     fn timed_out(&self, what: &str) -> GdbError {

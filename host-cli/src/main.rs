@@ -216,7 +216,15 @@ fn run(cli: Cli) -> Result<()> {
             count,
             interval,
             timeout,
-        } => pull(&elf, &gdb, output.as_deref(), &symbol, count, interval, timeout),
+        } => pull(
+            &elf,
+            &gdb,
+            output.as_deref(),
+            &symbol,
+            count,
+            interval,
+            timeout,
+        ),
     }
 }
 
@@ -274,7 +282,8 @@ fn pull(
             } else {
                 String::new()
             },
-            out.as_deref().map_or("stdout".into(), |o| o.display().to_string())
+            out.as_deref()
+                .map_or("stdout".into(), |o| o.display().to_string())
         );
         if p.header.too_big > 0 || p.header.failed > 0 {
             eprintln!(

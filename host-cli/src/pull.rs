@@ -32,7 +32,11 @@ pub enum PullError {
         default: &'static str,
     },
     #[error("{elf}: `{symbol}` is {size} bytes, smaller than a mailbox header ({MAILBOX_HEADER_LEN}): not a SnapshotMailbox")]
-    SymbolTooSmall { elf: String, symbol: String, size: u64 },
+    SymbolTooSmall {
+        elf: String,
+        symbol: String,
+        size: u64,
+    },
     #[error(transparent)]
     Gdb(#[from] GdbError),
     #[error("`{symbol}` at {addr:#x} was never published into (all zero): the firmware has not reached its first `publish` yet, or it does not call it")]
@@ -94,7 +98,9 @@ impl Mailbox {
             let similar: Vec<String> = file
                 .symbols()
                 .filter_map(|s| s.name().ok().map(str::to_owned))
-                .filter(|n| n != MAILBOX_SYMBOL && (n.contains(symbol) || n.contains(MAILBOX_SYMBOL)))
+                .filter(|n| {
+                    n != MAILBOX_SYMBOL && (n.contains(symbol) || n.contains(MAILBOX_SYMBOL))
+                })
                 .take(3)
                 .collect();
             let hint = if file.symbol_by_name(MAILBOX_SYMBOL).is_some() {

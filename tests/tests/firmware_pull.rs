@@ -30,7 +30,11 @@ fn firmware_elf() -> PathBuf {
         )
     });
     let elf = PathBuf::from(dir).join(ELF_NAME);
-    assert!(elf.is_file(), "{} is missing: `cargo xtask firmware` did not run", elf.display());
+    assert!(
+        elf.is_file(),
+        "{} is missing: `cargo xtask firmware` did not run",
+        elf.display()
+    );
     elf
 }
 
@@ -75,7 +79,9 @@ impl Qemu {
         if halted {
             c.arg("-S");
         }
-        let mut child = c.spawn().expect("qemu-system-arm (cargo xtask test installs it)");
+        let mut child = c
+            .spawn()
+            .expect("qemu-system-arm (cargo xtask test installs it)");
         let (tx, lines) = channel();
         for stream in [
             Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
@@ -287,8 +293,9 @@ fn pull_from_a_port_nothing_listens_on_says_cannot_connect() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
-        err.contains(&format!("cannot connect to the GDB server at 127.0.0.1:{port}"))
-            && err.contains("-gdb tcp::PORT"),
+        err.contains(&format!(
+            "cannot connect to the GDB server at 127.0.0.1:{port}"
+        )) && err.contains("-gdb tcp::PORT"),
         "{err}"
     );
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
