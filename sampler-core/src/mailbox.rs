@@ -18,10 +18,10 @@
 //! | 4      | `version`  | [`MAILBOX_VERSION`] |
 //! | 8      | `capacity` | `N`, the bytes after the header |
 //! | 12     | `seq`      | sequence lock: odd while a publish is writing, even when done; 0 = never published |
-//! | 16     | `len`      | bytes of the snapshot at offset 32 (0 when the last publish failed) |
+//! | 16     | `len`      | bytes of the snapshot at offset 32 (0 when the last one did not fit or failed to encode) |
 //! | 20     | `too_big`  | publishes whose snapshot did not fit in `N` bytes |
 //! | 24     | `needed`   | bytes the last snapshot that did not fit needed |
-//! | 28     | `failed`   | publishes that failed otherwise (re-entered, encoder error) |
+//! | 28     | `failed`   | publishes that failed otherwise (re-entered: the previous snapshot stays; encoder error) |
 //! | 32     | data       | `N` bytes; the first `len` are one snapshot |
 //!
 //! A reader of a running target reads `seq`, the header and the bytes, then `seq`
