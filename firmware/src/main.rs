@@ -7,13 +7,16 @@
 //! `-C force-frame-pointers=yes`, see `.cargo/config.toml`). The main
 //! loop handles one message per turn and closes a record cycle with `advance_cycle()`;
 //! every `DUMP_EVERY` messages it streams a snapshot to the host over semihosting
-//! (`snap-000.bin`, `snap-001.bin`, … in QEMU's working directory). Then it exits QEMU
-//! with a status code.
+//! (`snap-000.bin`, `snap-001.bin`, … in QEMU's working directory) and publishes it into
+//! the RAM mailbox `HEAPSNAP_MAILBOX`, where a debugger reads it (`heapsnap pull`). Then
+//! it exits QEMU with a status code, or, when the semihosting command line has the word
+//! `live`, keeps running: a live target for `heapsnap pull` to read from.
 #![no_std]
 #![no_main]
 
 extern crate alloc;
 
+mod host;
 mod router;
 
 // Links the single-core `critical-section` implementation (interrupts off).
@@ -24,7 +27,7 @@ use cortex_m_rt::{entry, exception, ExceptionFrame};
 use cortex_m_semihosting::{debug, hprintln};
 use embedded_alloc::LlffHeap;
 use sampler_core::cortex_m::{RtStack, SemihostingFile, SemihostingSink};
-use sampler_core::ProfiledAlloc;
+use sampler_core::{ProfiledAlloc, SnapshotMailbox};
 
 /// Heap bytes (of the LM3S6965's 64 KiB SRAM).
 const HEAP_BYTES: usize = 16 * 1024;
@@ -57,6 +60,15 @@ static mut HEAP_MEM: [MaybeUninit<u8>; HEAP_BYTES] = [MaybeUninit::uninit(); HEA
 #[global_allocator]
 static HEAP: ProfiledAlloc<LlffHeap, RtStack, STACKS, FRAMES, BUCKETS, LIVE, DEPTH> =
     ProfiledAlloc::off(LlffHeap::empty(), RtStack);
+
+/// The latest snapshot, for a debugger: `heapsnap pull --elf FW.elf --gdb HOST:PORT`
+/// finds it by this name. All zero until the first publish (.bss, no flash); the demo's
+/// snapshots take 0.5–1.2 KiB.
+#[no_mangle]
+static HEAPSNAP_MAILBOX: SnapshotMailbox<2048> = SnapshotMailbox::new();
+
+/// Cycles between two publishes of the live mode's idle loop (a few ms in QEMU).
+const LIVE_REPUBLISH_CYCLES: u32 = 2_000_000;
 
 #[entry]
 fn main() -> ! {
@@ -108,7 +120,27 @@ fn main() -> ! {
         HEAP.inner().used(),
         HEAP_BYTES
     );
+    if host::cmdline_has(b"live") {
+        live()
+    }
     exit(true)
+}
+
+/// The live mode: stay a running target, publishing the final snapshot into the mailbox
+/// again every few milliseconds (the tables no longer change, so the bytes stay those
+/// of the last `snap-NNN.bin`; the mailbox's sequence counter keeps moving).
+fn live() -> ! {
+    hprintln!(
+        "live: publishing into HEAPSNAP_MAILBOX at {:p} until stopped",
+        &HEAPSNAP_MAILBOX
+    );
+    loop {
+        if let Err(e) = HEAPSNAP_MAILBOX.publish(HEAP.profiler(), &[]) {
+            hprintln!("live: mailbox: {}", e);
+            exit(false);
+        }
+        cortex_m::asm::delay(LIVE_REPUBLISH_CYCLES);
+    }
 }
 
 /// Stream snapshot `n` to `snap-NNN.bin` on the host; returns its size in bytes.
@@ -123,6 +155,18 @@ fn dump_snapshot(n: u32) -> Result<usize, ()> {
         .map_err(|e| hprintln!("snapshot {}: {}", n, e))?;
     file.close()
         .map_err(|e| hprintln!("snapshot {}: {}", n, e))?;
+    let published = HEAPSNAP_MAILBOX
+        .publish(HEAP.profiler(), &[])
+        .map_err(|e| hprintln!("snapshot {}: mailbox: {}", n, e))?;
+    if published != len {
+        hprintln!(
+            "snapshot {}: the mailbox got {} bytes, the file {}",
+            n,
+            published,
+            len
+        );
+        return Err(());
+    }
     Ok(len)
 }
 

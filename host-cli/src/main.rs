@@ -9,10 +9,12 @@ use heapsnap_profile::export;
 use heapsnap_profile::import::{self, Input, Symbols};
 use heapsnap_profile::profile::{self, Profile};
 use heapsnap_symbolize::{Elf, Resolver};
-use host_cli::report;
+use host_cli::gdb::Gdb;
+use host_cli::{pull, report};
 use sampler_core::decoded::Snapshot;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Heap snapshots from a device or program to pprof, with DWARF symbolization; top,
 /// diff and inspect in the terminal.
@@ -110,6 +112,34 @@ enum Cmd {
         /// Snapshot, serial capture, or `-`.
         snapshot: String,
     },
+    /// Read the latest snapshot out of a target's RAM mailbox (`SnapshotMailbox`)
+    /// through a GDB server (QEMU -gdb, OpenOCD, probe-rs gdb, JLinkGDBServer), running
+    /// or halted; the target keeps running afterwards. No transport code in the firmware.
+    Pull {
+        /// The firmware's ELF: where the mailbox symbol is.
+        #[arg(long, value_name = "FILE")]
+        elf: PathBuf,
+        /// The GDB server, HOST:PORT (QEMU `-gdb tcp::1234`: localhost:1234; OpenOCD:
+        /// localhost:3333; probe-rs gdb: localhost:1337; JLinkGDBServer: localhost:2331).
+        #[arg(long, value_name = "HOST:PORT")]
+        gdb: String,
+        /// Output file (default: stdout, not a terminal). With --count N > 1, the files
+        /// are numbered: `snap.bin` → `snap-000.bin`, `snap-001.bin`, …
+        #[arg(short, long, value_name = "OUT")]
+        output: Option<PathBuf>,
+        /// The mailbox's symbol in the ELF.
+        #[arg(long, value_name = "NAME", default_value = sampler_core::mailbox::MAILBOX_SYMBOL)]
+        symbol: String,
+        /// Snapshots to pull, one connection, the target running in between.
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        count: u32,
+        /// Seconds between two pulls of --count.
+        #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+        interval: f64,
+        /// Seconds to wait for the GDB server's each answer.
+        #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+        timeout: f64,
+    },
 }
 
 fn main() {
@@ -178,7 +208,102 @@ fn run(cli: Cli) -> Result<()> {
             let snap = read_snapshot(&snapshot)?;
             write_out(None, import::inspect_report(&snap).as_bytes(), false)
         }
+        Cmd::Pull {
+            elf,
+            gdb,
+            output,
+            symbol,
+            count,
+            interval,
+            timeout,
+        } => pull(
+            &elf,
+            &gdb,
+            output.as_deref(),
+            &symbol,
+            count,
+            interval,
+            timeout,
+        ),
     }
+}
+
+/// `heapsnap pull`: the mailbox from the ELF, then `count` reads through the GDB server,
+/// letting the target run `interval` seconds between them; detach at the end (also
+/// after an error, so the target is not left halted).
+fn pull(
+    elf: &Path,
+    addr: &str,
+    output: Option<&Path>,
+    symbol: &str,
+    count: u32,
+    interval: f64,
+    timeout: f64,
+) -> Result<()> {
+    let secs = |s: f64, what| {
+        Duration::try_from_secs_f64(s).with_context(|| format!("--{what} {s}: not a duration"))
+    };
+    let (interval, timeout) = (secs(interval, "interval")?, secs(timeout, "timeout")?);
+    if count > 1 && output.is_none_or(|o| o == Path::new("-")) {
+        bail!("--count {count} writes numbered files: give -o FILE");
+    }
+    let bytes = std::fs::read(elf).with_context(|| format!("cannot read ELF {}", elf.display()))?;
+    let mailbox = pull::Mailbox::find(&elf.display().to_string(), &bytes, symbol)?;
+    let mut gdb = Gdb::connect(addr, timeout)?;
+    let mut pulled = Vec::new();
+    let r = (|| -> Result<()> {
+        gdb.halt()?;
+        for i in 0..count {
+            if i > 0 {
+                gdb.resume()?;
+                std::thread::sleep(interval);
+                gdb.interrupt()?;
+            }
+            pulled.push(pull::read(&mut gdb, &mailbox)?);
+        }
+        Ok(())
+    })();
+    let detached = gdb.detach();
+    r?;
+    detached?;
+    for (i, p) in pulled.iter().enumerate() {
+        let out = match output {
+            Some(o) if count > 1 => Some(numbered(o, i)),
+            o => o.map(Path::to_path_buf),
+        };
+        eprintln!(
+            "heapsnap: {} bytes from {} at {:#x} (publish {}{}) -> {}",
+            p.bytes.len(),
+            mailbox.symbol,
+            mailbox.addr,
+            p.header.seq / 2,
+            if p.torn > 0 {
+                format!(", after {} torn read(s)", p.torn)
+            } else {
+                String::new()
+            },
+            out.as_deref()
+                .map_or("stdout".into(), |o| o.display().to_string())
+        );
+        if p.header.too_big > 0 || p.header.failed > 0 {
+            eprintln!(
+                "heapsnap: warning: {} publish(es) did not fit in the mailbox (the last of them needed {} bytes of {}), {} failed otherwise",
+                p.header.too_big, p.header.needed, p.header.capacity, p.header.failed
+            );
+        }
+        write_out(out.as_deref(), &p.bytes, true)?;
+    }
+    Ok(())
+}
+
+/// `snap.bin` → `snap-003.bin`.
+fn numbered(path: &Path, i: usize) -> PathBuf {
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-{i:03}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{i:03}"),
+    };
+    path.with_file_name(name)
 }
 
 fn print_top(

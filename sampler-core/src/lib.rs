@@ -8,7 +8,8 @@
 //! * Sampling is a Poisson process over bytes ([`sampler`]), stacks come from a
 //!   [`StackSource`] ([`stack`]), tables are fixed-capacity ([`tables`]) with Go's
 //!   record cycles ([`tables::MemRecord`]).
-//! * Snapshots: [`Profiler::write_snapshot`] and friends, format in [`snapshot`].
+//! * Snapshots: [`Profiler::write_snapshot`] and friends, format in [`snapshot`];
+//!   [`SnapshotMailbox`] holds the latest one in RAM for a debugger (`heapsnap pull`).
 #![cfg_attr(not(any(test, feature = "decode")), no_std)]
 
 /// One record cycle's tallies for a bucket (Go's `memRecordCycle`).
@@ -36,6 +37,7 @@ mod alloc;
 #[cfg(all(feature = "cortex-m", target_arch = "arm", target_os = "none"))]
 pub mod cortex_m;
 mod counters;
+pub mod mailbox;
 #[cfg(all(feature = "std", target_os = "linux"))]
 pub mod mappings;
 mod profiler;
@@ -46,6 +48,7 @@ pub mod tables;
 
 pub use alloc::ProfiledAlloc;
 pub use counters::{CounterInfo, Counters};
+pub use mailbox::{MailboxError, SnapshotMailbox};
 pub use profiler::{Profiler, Recorded};
 pub use source::{ProfilerView, SnapshotError};
 #[cfg(all(feature = "std", unix))]

@@ -1,6 +1,7 @@
 //! A minimal firmware using sampler-core the way an integrator would: `ProfiledAlloc`
 //! as the global allocator (frame-pointer stacks bounded by the stack region),
-//! `advance_cycle` each main-loop turn, and a snapshot written into a RAM buffer.
+//! `advance_cycle` each main-loop turn, and a snapshot published into the RAM mailbox a
+//! debugger reads (`heapsnap pull`).
 //! Its flash size minus `baseline`'s is the profiler's flash cost.
 #![no_std]
 #![no_main]
@@ -11,14 +12,18 @@ use core::alloc::{GlobalAlloc, Layout};
 use core::hint::black_box;
 
 use cortex_m_rt::entry;
-use sampler_core::ProfiledAlloc;
+use sampler_core::{ProfiledAlloc, SnapshotMailbox};
 use sampler_link_test::{Bump, McuStack};
 
 #[global_allocator]
 static HEAP: ProfiledAlloc<Bump, McuStack, 64, 1024, 128, 128, 16> =
     ProfiledAlloc::off(Bump::new(), McuStack);
 
-static mut SNAPSHOT: [u8; 2048] = [0; 2048];
+/// Where a debugger reads the latest snapshot (`heapsnap pull`), the way out the guide
+/// recommends. (Each snapshot sink type is its own copy of the encoder, ~3 KiB: a
+/// firmware that also wrote into a slice would pay twice, so this one does not.)
+#[no_mangle]
+static HEAPSNAP_MAILBOX: SnapshotMailbox<2048> = SnapshotMailbox::new();
 
 #[entry]
 fn main() -> ! {
@@ -37,12 +42,8 @@ fn main() -> ! {
         n = n.wrapping_add(1);
         if n % 64 == 0 {
             HEAP.profiler().advance_cycle();
-            // SAFETY: the only reference to the buffer, in the only thread.
-            let buf = unsafe { &mut *core::ptr::addr_of_mut!(SNAPSHOT) };
-            let written = HEAP
-                .profiler()
-                .write_snapshot_to_slice(&[], buf)
-                .map(|s| s.len())
+            let written = HEAPSNAP_MAILBOX
+                .publish(HEAP.profiler(), &[])
                 .unwrap_or(0);
             black_box(written);
         }
