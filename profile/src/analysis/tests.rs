@@ -51,7 +51,7 @@ fn rows(t: &TopTable) -> Vec<(&str, i64, i64)> {
 #[test]
 fn top_counts_recursion_once_and_inlined_leaf_as_flat() {
     let p = sample_profile();
-    let t = top(&p, 0, &Filter::none());
+    let t = top(&p, 0, &Filter::none()).unwrap();
     assert_eq!(t.total, 380);
     // flat: c gets S2+S4 (the innermost line of the leaf location), a gets S1, rec S3.
     // cum: rec once for S3 although it is on the stack twice.
@@ -77,7 +77,7 @@ fn top_counts_recursion_once_and_inlined_leaf_as_flat() {
 #[test]
 fn top_skips_zero_samples_and_functions_with_nothing() {
     let p = sample_profile();
-    let t = top(&p, 1, &Filter::none());
+    let t = top(&p, 1, &Filter::none()).unwrap();
     assert_eq!(t.total, 33);
     assert_eq!(
         rows(&t),
@@ -88,23 +88,23 @@ fn top_skips_zero_samples_and_functions_with_nothing() {
 #[test]
 fn focus_and_ignore_follow_pprof() {
     let p = sample_profile();
-    let t = top(&p, 0, &Filter::new("^rec$", "").unwrap());
+    let t = top(&p, 0, &Filter::new("^rec$", "").unwrap()).unwrap();
     assert_eq!(rows(&t), vec![("rec", 50, 50), ("main", 0, 50)]);
     assert_eq!(
         t.total, 380,
         "percentages stay relative to the whole profile"
     );
     // Ignore drops every sample with c on its stack (matched via the inlined frame).
-    let t = top(&p, 0, &Filter::new("", "^c$").unwrap());
+    let t = top(&p, 0, &Filter::new("", "^c$").unwrap()).unwrap();
     assert_eq!(
         rows(&t),
         vec![("a", 100, 100), ("rec", 50, 50), ("main", 0, 150)]
     );
     // Both: focus a, ignore c → S1 only.
-    let t = top(&p, 0, &Filter::new("^a$", "^c$").unwrap());
+    let t = top(&p, 0, &Filter::new("^a$", "^c$").unwrap()).unwrap();
     assert_eq!(rows(&t), vec![("a", 100, 100), ("main", 0, 100)]);
     // File names match too (pprof matches function name or file name).
-    let t = top(&p, 0, &Filter::new("rec\\.go", "").unwrap());
+    let t = top(&p, 0, &Filter::new("rec\\.go", "").unwrap()).unwrap();
     assert_eq!(t.shown, 50);
     assert!(Filter::new("(", "").is_err());
     assert_eq!(Filter::new("", "[").unwrap_err().which, "ignore");
@@ -210,7 +210,7 @@ fn diff_against_base_shows_growth_relative_to_base_total() {
     new2.sample[0].value = vec![150, 15];
     let d = profile::diff(&base, &new2).unwrap();
     let ix = Index::new(&d);
-    let t = ix.top(0, &Filter::none());
+    let t = ix.top(0, &Filter::none()).unwrap();
     assert_eq!(t.total, 100);
     assert_eq!(
         rows(&t),
@@ -247,7 +247,7 @@ fn compact_decode_merges_equal_stacks_and_keeps_every_figure() {
     let c = decode_compact(&raw).unwrap();
     assert_eq!(c.sample.len(), 4);
     for si in 0..2 {
-        assert_eq!(top(&c, si, &Filter::none()), top(&p, si, &Filter::none()));
+        assert_eq!(top(&c, si, &Filter::none()).unwrap(), top(&p, si, &Filter::none()).unwrap());
         assert_eq!(
             Index::new(&c).flame(si, &Filter::none()),
             Index::new(&p).flame(si, &Filter::none())
@@ -310,8 +310,8 @@ fn compact_decoder_is_independent_of_how_the_input_is_cut() {
     let whole = decode_compact(&raw).unwrap();
     for si in 0..whole.sample_type.len() {
         assert_eq!(
-            top(&whole, si, &Filter::none()),
-            top(&p, si, &Filter::none())
+            top(&whole, si, &Filter::none()).unwrap(),
+            top(&p, si, &Filter::none()).unwrap()
         );
     }
     for cut in 0..=raw.len() {
@@ -403,8 +403,8 @@ fn compact_decode_agrees_with_prost_on_mutated_input() {
                 accepted += 1;
                 for si in 0..f.sample_type.len() {
                     assert_eq!(
-                        top(&f, si, &Filter::none()),
-                        top(&c, si, &Filter::none()),
+                        top(&f, si, &Filter::none()).unwrap(),
+                        top(&c, si, &Filter::none()).unwrap(),
                         "round {round}"
                     );
                 }
@@ -455,7 +455,7 @@ fn top_inline_labels_ignore_edges_below_pprofs_edge_fraction() {
     b.sample(vec![ldmain], vec![5000], vec![]);
     b.sample(vec![ld, la, lmain], vec![2], vec![]);
     let p = b.finish();
-    let t = top(&p, 0, &Filter::none());
+    let t = top(&p, 0, &Filter::none()).unwrap();
     assert_eq!(t.total, 15002);
     let label = |name: &str| t.rows.iter().find(|r| r.name == name).map(|r| r.inline);
     assert_eq!(
