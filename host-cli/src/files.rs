@@ -196,9 +196,17 @@ pub fn write_atomic(out: &Path, bytes: &[u8]) -> std::io::Result<()> {
         // What a plain create gets (0666 less the umask), not the temporary's 0600.
         b.permissions(std::fs::Permissions::from_mode(0o666));
     }
-    let mut tmp = b.tempfile_in(dir)?;
+    // A missing directory said as the system says it.
+    std::fs::metadata(dir)?;
+    let mut tmp = b.tempfile_in(dir).map_err(without_temp_path)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     tmp.persist(&target).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// tempfile's error names the temporary's random path, where the user named the output
+/// (the caller says which): the system's reason for the directory instead.
+fn without_temp_path(e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("cannot create a file there: {}", e.kind()))
 }
