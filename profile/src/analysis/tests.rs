@@ -477,3 +477,57 @@ fn top_inline_labels_ignore_edges_below_pprofs_edge_fraction() {
 fn flame_nodes_stay_small() {
     assert!(std::mem::size_of::<FlameNode>() <= 40);
 }
+
+/// Values whose sums leave 64 bits: the builder and the viewer's decoder (pprof-scan's
+/// groups) keep a sample apart rather than wrap its stack's sum, and every analysis
+/// path (CLI decoder, viewer decoder) refuses the total with the exact sum; sums that
+/// fit still merge.
+#[test]
+fn sums_past_64_bits_are_refused_never_wrapped() {
+    let build = |vals: &[i64]| {
+        let mut b = Builder::new();
+        b.sample_type("inuse_space", "bytes");
+        let f = b.function("f", "f", "f.c", 1);
+        let l = b.location(0, 0x10, vec![line(f, 2)], false);
+        for &v in vals {
+            b.sample(vec![l], vec![v], vec![]);
+        }
+        b.finish()
+    };
+    let p = build(&[i64::MAX, i64::MAX, 5]);
+    assert_eq!(
+        p.sample.iter().map(|s| s.value[0]).collect::<Vec<_>>(),
+        [i64::MAX, i64::MAX, 5]
+    );
+    // Encoded as separate samples on one stack: the viewer's decoder merges by stack.
+    let mut one = build(&[1]);
+    one.sample = vec![one.sample[0].clone(); 3];
+    for (s, v) in one.sample.iter_mut().zip([i64::MAX, i64::MAX, 5]) {
+        s.value = vec![v];
+    }
+    let bytes = profile::encode(&one);
+    let want = ValueOverflow {
+        sample_type: "inuse_space".into(),
+        unit: "bytes".into(),
+        sum: 2 * i64::MAX as u128 + 5,
+    };
+    for q in [
+        profile::decode(&bytes).unwrap(),
+        decode_compact(&bytes).unwrap(),
+        p,
+    ] {
+        let ix = Index::new(&q);
+        assert_eq!(ix.total(0), Err(want.clone()));
+        assert_eq!(ix.top(0, &Filter::none()), Err(want.clone()));
+    }
+    // Sums that fit merge as before, in both.
+    let fit = build(&[1 << 61, 1 << 61, 1 << 61]);
+    assert_eq!(fit.sample.len(), 1);
+    assert_eq!(fit.sample[0].value, [3 << 61]);
+    let mut three = build(&[1 << 61]);
+    three.sample = vec![three.sample[0].clone(); 3];
+    let c = decode_compact(&profile::encode(&three)).unwrap();
+    assert_eq!(c.sample.len(), 1);
+    assert_eq!(c.sample[0].value, [3 << 61]);
+    assert_eq!(Index::new(&c).total(0), Ok(3 << 61));
+}
