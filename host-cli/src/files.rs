@@ -208,5 +208,8 @@ pub fn write_atomic(out: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// tempfile's error names the temporary's random path, where the user named the output
 /// (the caller says which): the system's reason for the directory instead.
 fn without_temp_path(e: std::io::Error) -> std::io::Error {
-    std::io::Error::new(e.kind(), format!("cannot create a file there: {}", e.kind()))
+    std::io::Error::new(
+        e.kind(),
+        format!("cannot create a file there: {}", e.kind()),
+    )
 }

@@ -152,7 +152,8 @@ fn run(cli: Cli) -> Result<()> {
             nodecount,
         } => {
             let p = read_profile(&file, &sym)?;
-            print_top(&p, sample_index.as_deref(), nodecount, false).with_context(|| file.clone())?;
+            print_top(&p, sample_index.as_deref(), nodecount, false)
+                .with_context(|| file.clone())?;
             print_warnings(&file, &p);
             Ok(())
         }

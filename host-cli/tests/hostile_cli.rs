@@ -123,7 +123,10 @@ fn names_types_and_comments_are_escaped_in_top() {
     assert_eq!(lines[0], "Type: inuse\\x1b[2Jspace");
     // One table row per function: no name split a row.
     assert_eq!(lines.len(), 3 + 6, "{out}");
-    for (row, name) in lines[3..].iter().zip(SHOWN.iter().chain(["ünïcode→kept"].iter())) {
+    for (row, name) in lines[3..]
+        .iter()
+        .zip(SHOWN.iter().chain(["ünïcode→kept"].iter()))
+    {
         assert!(row.ends_with(&format!("  {name}")), "{row:?} for {name:?}");
     }
     assert_eq!(
@@ -148,10 +151,18 @@ fn diff_and_inspect_escape_names_and_mappings() {
         "new.pb.gz",
         &profile::encode(&profile_with("inuse_space", &EVIL[..1], &[300], &[])),
     );
-    let (out, _) = ok(&heapsnap().arg("diff").arg(&base).arg(&new).output().unwrap());
+    let (out, _) = ok(&heapsnap()
+        .arg("diff")
+        .arg(&base)
+        .arg(&new)
+        .output()
+        .unwrap());
     assert_terminal_safe(&out);
     assert!(
-        out.lines().last().unwrap().ends_with("  title\\x1b]0;pwned\\x07"),
+        out.lines()
+            .last()
+            .unwrap()
+            .ends_with("  title\\x1b]0;pwned\\x07"),
         "{out}"
     );
 
@@ -161,10 +172,19 @@ fn diff_and_inspect_escape_names_and_mappings() {
         "other.pb.gz",
         &profile::encode(&profile_with("alloc\x1b[2J", &["f"], &[1], &[])),
     );
-    let e = fails(&heapsnap().arg("diff").arg(&base).arg(&other).output().unwrap());
+    let e = fails(
+        &heapsnap()
+            .arg("diff")
+            .arg(&base)
+            .arg(&other)
+            .output()
+            .unwrap(),
+    );
     assert_terminal_safe(&e);
     assert!(
-        e.contains("sample types differ: base has [inuse_space/bytes], new has [alloc\\x1b[2J/bytes]"),
+        e.contains(
+            "sample types differ: base has [inuse_space/bytes], new has [alloc\\x1b[2J/bytes]"
+        ),
         "{e}"
     );
 
@@ -237,7 +257,10 @@ fn values_past_64_bits_are_an_error_not_a_wrapped_total() {
     let f = write(&d, "max.pb.gz", &profile::encode(&p));
     let e = fails(&heapsnap().arg("top").arg(&f).output().unwrap());
     overflow_error(&e, "18446744073709551614");
-    assert!(e.starts_with(&format!("heapsnap: {}: ", f.display())), "{e}");
+    assert!(
+        e.starts_with(&format!("heapsnap: {}: ", f.display())),
+        "{e}"
+    );
 
     // Four values of 2^62 + 1 wrap to a total of 4: percentages in the 10^20s.
     let v = (1i64 << 62) + 1;
@@ -259,7 +282,14 @@ fn values_past_64_bits_are_an_error_not_a_wrapped_total() {
         &profile::encode(&profile_with("inuse_space", &["b"], &[big], &[])),
     );
     ok(&heapsnap().arg("top").arg(&base).output().unwrap());
-    let e = fails(&heapsnap().arg("diff").arg(&base).arg(&new).output().unwrap());
+    let e = fails(
+        &heapsnap()
+            .arg("diff")
+            .arg(&base)
+            .arg(&new)
+            .output()
+            .unwrap(),
+    );
     overflow_error(&e, "13835058055282163712");
     assert!(e.contains("the difference of base"), "{e}");
 
@@ -292,7 +322,10 @@ fn inspect_sums_counters_past_64_bits_exactly() {
         .sum();
     let want = 2 * u128::from(u64::MAX - 1) + others;
     assert!(
-        out.contains(&format!("sampled allocs   {} ({want} bytes)\n", 8 + s.buckets[2..].iter().map(|b| b.active.allocs).sum::<u64>())),
+        out.contains(&format!(
+            "sampled allocs   {} ({want} bytes)\n",
+            8 + s.buckets[2..].iter().map(|b| b.active.allocs).sum::<u64>()
+        )),
         "{out}"
     );
 }
@@ -301,8 +334,10 @@ fn inspect_sums_counters_past_64_bits_exactly() {
 
 fn refused(e: &str, out: &Path) {
     assert!(
-        e.contains(&format!("refusing to write the output to {}", out.display()))
-            && e.contains("an input, which would be lost"),
+        e.contains(&format!(
+            "refusing to write the output to {}",
+            out.display()
+        )) && e.contains("an input, which would be lost"),
         "{e}"
     );
 }
@@ -427,7 +462,10 @@ fn output_is_written_whole_through_a_temporary() {
         .arg(&link)
         .output()
         .unwrap());
-    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
     assert_eq!(std::fs::read(&out).unwrap(), first);
     // Into a directory that does not exist: an error, no file.
     let e = fails(
@@ -501,7 +539,9 @@ fn mapped_proc_dev_and_sys_files_are_refused() {
     let e = top_with_mapping(&d, "/proc/self/pagemap");
     assert!(
         e.contains("warning: mapping 1 names /proc/self/pagemap: not read: /proc/")
-            && e.contains("/pagemap is under /proc, a kernel pseudo-file or device, not a program file"),
+            && e.contains(
+                "/pagemap is under /proc, a kernel pseudo-file or device, not a program file"
+            ),
         "{e}"
     );
     not_read(
@@ -518,7 +558,10 @@ fn mapped_proc_dev_and_sys_files_are_refused() {
     let link = d.join("pagemap-link");
     std::os::unix::fs::symlink("/proc/self/pagemap", &link).unwrap();
     let e = top_with_mapping(&d, link.to_str().unwrap());
-    assert!(e.contains("not read: /proc/") && e.contains("is under /proc"), "{e}");
+    assert!(
+        e.contains("not read: /proc/") && e.contains("is under /proc"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -601,7 +644,13 @@ fn an_error_chain_says_each_thing_once() {
     let p = write(&d, "truncated.snap", &b[..b.len() / 2]);
     let e = fails(&heapsnap().arg("top").arg(&p).output().unwrap());
     assert_eq!(e.matches("snapshot is truncated").count(), 1, "{e}");
-    assert!(e.starts_with(&format!("heapsnap: {}: snapshot is truncated: the field at byte ", p.display())), "{e}");
+    assert!(
+        e.starts_with(&format!(
+            "heapsnap: {}: snapshot is truncated: the field at byte ",
+            p.display()
+        )),
+        "{e}"
+    );
 
     // A gzipped pprof whose protobuf is cut: the decoder's words once.
     let prof = profile::encode(&profile_with("inuse_space", &["f"], &[64], &[]));
@@ -610,10 +659,7 @@ fn an_error_chain_says_each_thing_once() {
     let e = fails(&heapsnap().arg("top").arg(&p).output().unwrap());
     let parts: Vec<&str> = e.trim_end().split(": ").collect();
     for (i, a) in parts.iter().enumerate() {
-        assert!(
-            !parts[i + 1..].contains(a),
-            "{a:?} repeated in {e}"
-        );
+        assert!(!parts[i + 1..].contains(a), "{a:?} repeated in {e}");
     }
 }
 
@@ -639,7 +685,11 @@ fn crc32(b: &[u8]) -> u32 {
     for &x in b {
         c ^= u32::from(x);
         for _ in 0..8 {
-            c = if c & 1 != 0 { (c >> 1) ^ 0xedb8_8320 } else { c >> 1 };
+            c = if c & 1 != 0 {
+                (c >> 1) ^ 0xedb8_8320
+            } else {
+                c >> 1
+            };
         }
     }
     !c

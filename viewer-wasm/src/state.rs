@@ -383,7 +383,10 @@ impl State {
         let filter = crate::regex::filter(&self.focus, &self.ignore).unwrap_or_default();
         let source = self.source_of(&ix, d.sample_index, &filter);
         let top = match (&d.top, self.view) {
-            (None, View::Top) => ix.top(d.sample_index, &filter).ok().map(|t| ByPtr(Rc::new(t))),
+            (None, View::Top) => ix
+                .top(d.sample_index, &filter)
+                .ok()
+                .map(|t| ByPtr(Rc::new(t))),
             (t, _) => t.clone(),
         };
         self.derived = Some(Rc::new(Derived {

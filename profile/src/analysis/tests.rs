@@ -247,7 +247,10 @@ fn compact_decode_merges_equal_stacks_and_keeps_every_figure() {
     let c = decode_compact(&raw).unwrap();
     assert_eq!(c.sample.len(), 4);
     for si in 0..2 {
-        assert_eq!(top(&c, si, &Filter::none()).unwrap(), top(&p, si, &Filter::none()).unwrap());
+        assert_eq!(
+            top(&c, si, &Filter::none()).unwrap(),
+            top(&p, si, &Filter::none()).unwrap()
+        );
         assert_eq!(
             Index::new(&c).flame(si, &Filter::none()),
             Index::new(&p).flame(si, &Filter::none())
