@@ -265,7 +265,7 @@ fn read_profile(path: &str, sym: &SymArgs) -> Result<Profile> {
         Input::Snapshot { snapshot, .. } => symbolized(&snapshot, sym),
         Input::Profile(p) => {
             if !sym.elf.is_empty() {
-                warn(&format!("{path}: warning: --elf not used: this is a pprof profile, already symbolized (or not) when it was written; --elf applies to snapshots"));
+                warn(&format!("{path}: warning: --elf not used: this is a pprof profile, which carries the symbols it was written with; --elf symbolizes snapshots"));
             }
             Ok(p)
         }

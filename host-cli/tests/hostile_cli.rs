@@ -629,7 +629,7 @@ fn elf_with_a_pprof_input_is_a_warning() {
     assert_eq!(
         err,
         format!(
-            "heapsnap: {}: warning: --elf not used: this is a pprof profile, already symbolized (or not) when it was written; --elf applies to snapshots\n",
+            "heapsnap: {}: warning: --elf not used: this is a pprof profile, which carries the symbols it was written with; --elf symbolizes snapshots\n",
             p.display()
         )
     );
