@@ -9,8 +9,10 @@ use heapsnap_profile::export;
 use heapsnap_profile::import::{self, Input, Symbols};
 use heapsnap_profile::profile::{self, Profile};
 use heapsnap_symbolize::{Elf, Resolver};
+use host_cli::files::{self, Input as In};
 use host_cli::gdb::Gdb;
-use host_cli::{pull, report};
+use host_cli::pull;
+use host_cli::report::{self, printable};
 use sampler_core::decoded::Snapshot;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -145,9 +147,8 @@ enum Cmd {
 fn main() {
     let cli = Cli::parse();
     if let Err(e) = run(cli) {
-        // One line: the cause chain joined.
-        let msg: Vec<String> = e.chain().map(|c| c.to_string()).collect();
-        eprintln!("heapsnap: {}", msg.join(": "));
+        // One line: the cause chain joined, each cause once.
+        eprintln!("heapsnap: {}", printable(&report::error_line(e.chain())));
         std::process::exit(1);
     }
 }
@@ -161,6 +162,7 @@ fn run(cli: Cli) -> Result<()> {
             format,
             sample_index,
         } => {
+            check_output(output.as_deref(), &[&snapshot], &sym)?;
             let snap = read_snapshot(&snapshot)?;
             let p = symbolized(&snap, &sym)?;
             let bytes = match format {
@@ -181,7 +183,8 @@ fn run(cli: Cli) -> Result<()> {
             nodecount,
         } => {
             let p = read_profile(&file, &sym)?;
-            print_top(&p, sample_index.as_deref(), nodecount, false)?;
+            print_top(&p, sample_index.as_deref(), nodecount, false)
+                .with_context(|| file.clone())?;
             print_warnings(&file, &p);
             Ok(())
         }
@@ -193,12 +196,15 @@ fn run(cli: Cli) -> Result<()> {
             sample_index,
             nodecount,
         } => {
+            check_output(output.as_deref(), &[&base, &new], &sym)?;
             let b = read_profile(&base, &sym).with_context(|| format!("base {base}"))?;
             let n = read_profile(&new, &sym).with_context(|| format!("new {new}"))?;
-            let d = profile::diff(&b, &n)?;
+            let d = profile::diff(&b, &n)
+                .with_context(|| format!("cannot compare base {base} with new {new}"))?;
             match output {
                 Some(o) => write_out(Some(&o), &profile::encode(&d), true)?,
-                None => print_top(&d, sample_index.as_deref(), nodecount, true)?,
+                None => print_top(&d, sample_index.as_deref(), nodecount, true)
+                    .with_context(|| format!("the difference of base {base} and new {new}"))?,
             }
             print_warnings(&base, &b);
             print_warnings(&new, &n);
@@ -206,7 +212,11 @@ fn run(cli: Cli) -> Result<()> {
         }
         Cmd::Inspect { snapshot } => {
             let snap = read_snapshot(&snapshot)?;
-            write_out(None, import::inspect_report(&snap).as_bytes(), false)
+            write_out(
+                None,
+                import::inspect_report(&snap, &printable).as_bytes(),
+                false,
+            )
         }
         Cmd::Pull {
             elf,
@@ -315,9 +325,9 @@ fn print_top(
     let i = p
         .sample_index(sample_index.unwrap_or(""))
         .map_err(anyhow::Error::msg)?;
-    let table = analysis::top(p, i, &Filter::none());
+    let table = analysis::top(p, i, &Filter::none())?;
     let (ty, unit) = p.sample_types().get(i).copied().unwrap_or(("", ""));
-    let mut text = format!("Type: {ty}\n");
+    let mut text = format!("Type: {}\n", printable(ty));
     if signed {
         // pprof's -diff_base arithmetic, whose percentages are of the base's total.
         text.push_str(&format!(
@@ -349,7 +359,7 @@ fn read_input(path: &str) -> Result<Input> {
     } = &i
     {
         if *frames > 0 {
-            eprintln!("heapsnap: {path}: serial capture with {frames} frame(s), {bad_frames} bad; using the last good snapshot");
+            warn(&format!("{path}: serial capture with {frames} frame(s), {bad_frames} bad; using the last good snapshot"));
         }
     }
     Ok(i)
@@ -367,15 +377,42 @@ fn read_snapshot(path: &str) -> Result<Snapshot> {
 /// says. After the command's output: an error stays the one line it is.
 fn print_warnings(path: &str, p: &Profile) {
     for w in p.warnings() {
-        eprintln!("heapsnap: {path}: warning: {w}");
+        warn(&format!("{path}: warning: {w}"));
     }
+}
+
+/// A line on stderr, its text (names from files) escaped for the terminal.
+fn warn(msg: &str) {
+    eprintln!("heapsnap: {}", printable(msg));
 }
 
 fn read_profile(path: &str, sym: &SymArgs) -> Result<Profile> {
     match read_input(path)? {
         Input::Snapshot { snapshot, .. } => symbolized(&snapshot, sym),
-        Input::Profile(p) => Ok(p),
+        Input::Profile(p) => {
+            if !sym.elf.is_empty() {
+                warn(&format!("{path}: warning: --elf not used: this is a pprof profile, which carries the symbols it was written with; --elf symbolizes snapshots"));
+            }
+            Ok(p)
+        }
     }
+}
+
+/// Refuses `-o` naming one of the inputs (the snapshots or profiles read, `--elf`
+/// files): it would be lost. Checked before anything is read.
+fn check_output(out: Option<&Path>, inputs: &[&str], sym: &SymArgs) -> Result<()> {
+    let Some(out) = out.filter(|o| *o != Path::new("-")) else {
+        return Ok(());
+    };
+    let mut all: Vec<In<'_>> = inputs
+        .iter()
+        .map(|i| match *i {
+            "-" => In::Stdin,
+            p => In::Path(Path::new(p)),
+        })
+        .collect();
+    all.extend(sym.elf.iter().map(|e| In::Path(e)));
+    files::check_output(out, &all).map_err(anyhow::Error::msg)
 }
 
 /// Converts a snapshot with the ELFs given (and, unless `--no-local`, mapped files found
@@ -387,21 +424,14 @@ fn symbolized(snap: &Snapshot, sym: &SymArgs) -> Result<Profile> {
             std::fs::read(path).with_context(|| format!("cannot read ELF {}", path.display()))?;
         elves.push(Elf::parse(&path.display().to_string(), &bytes)?);
     }
-    let mut load = |name: &str| -> Option<Vec<u8>> {
-        let p = Path::new(name);
-        if p.is_absolute() && p.is_file() {
-            std::fs::read(p).ok()
-        } else {
-            None
-        }
-    };
+    let mut load = files::read_mapped;
     let mut resolver = Resolver::new(
         snap,
         elves,
         if sym.no_local {
             None
         } else {
-            Some(&mut load as &mut dyn FnMut(&str) -> Option<Vec<u8>>)
+            Some(&mut load as heapsnap_symbolize::Loader<'_>)
         },
     )?;
     if !sym.force_elf {
@@ -424,17 +454,25 @@ fn symbolized(snap: &Snapshot, sym: &SymArgs) -> Result<Profile> {
     Ok(p)
 }
 
-/// Writes data to `-o FILE` or stdout. Binary data is not sent to a terminal.
+/// Writes data to `-o FILE` (whole or not at all, see [`files::write_atomic`]) or
+/// stdout. Binary data is not sent to a terminal; text is, with its control characters
+/// (from names in the input) escaped.
 fn write_out(path: Option<&Path>, bytes: &[u8], binary: bool) -> Result<()> {
     match path {
         Some(p) if p != Path::new("-") => {
-            std::fs::write(p, bytes).with_context(|| format!("cannot write {}", p.display()))
+            files::write_atomic(p, bytes).with_context(|| format!("cannot write {}", p.display()))
         }
         _ => {
             let mut out = std::io::stdout().lock();
-            if binary && out.is_terminal() {
-                bail!("refusing to write a binary pprof profile to the terminal; use -o FILE or a pipe");
-            }
+            let shown;
+            let bytes = match (binary, out.is_terminal()) {
+                (true, true) => bail!("refusing to write a binary pprof profile to the terminal; use -o FILE or a pipe"),
+                (false, true) => {
+                    shown = report::printable_lines(&String::from_utf8_lossy(bytes)).into_owned();
+                    shown.as_bytes()
+                }
+                _ => bytes,
+            };
             match out.write_all(bytes).and_then(|_| out.flush()) {
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
                 r => r.context("writing to stdout"),

@@ -4,6 +4,61 @@
 //! The numbers come from [`heapsnap_profile::analysis::top`]; this module only formats.
 
 use heapsnap_profile::analysis::{Inline, TopTable};
+use std::borrow::Cow;
+
+/// Text from a file (names, types, units, comments, paths), made safe for a terminal:
+/// every control character (C0 including ESC, BEL, CR, LF and TAB; DEL; C1 U+0080 to
+/// U+009F) shown as a visible escape (`\x1b`, `\n`, `\u{9b}`), as `ls` and
+/// `go tool pprof` show them, so a profile cannot clear the screen, set the title or
+/// the clipboard, or split a table row. Other characters, any Unicode, are kept.
+pub fn printable(s: &str) -> Cow<'_, str> {
+    escape(s, false)
+}
+
+/// [`printable`] for multi-line text made here (a data format shown on a terminal):
+/// newlines are kept, every other control character is escaped.
+pub fn printable_lines(s: &str) -> Cow<'_, str> {
+    escape(s, true)
+}
+
+fn escape(s: &str, keep_newlines: bool) -> Cow<'_, str> {
+    let bad = |c: char| c.is_control() && !(keep_newlines && c == '\n');
+    if !s.chars().any(bad) {
+        return Cow::Borrowed(s);
+    }
+    let mut o = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            _ if !bad(c) => o.push(c),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            c if (c as u32) < 0x80 => o.push_str(&format!("\\x{:02x}", c as u32)),
+            c => o.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    Cow::Owned(o)
+}
+
+/// An error and its causes as one line (`what: why: deeper why`), each text once: a
+/// cause whose text the line already ends with (a wrapper whose message includes its
+/// source's) is not repeated.
+pub fn error_line<'a>(
+    chain: impl IntoIterator<Item = &'a (dyn std::error::Error + 'static)>,
+) -> String {
+    let mut line = String::new();
+    for e in chain {
+        let t = e.to_string();
+        if line.ends_with(&t) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&t);
+    }
+    line
+}
 
 /// pprof's memory units: canonical name and factor.
 const MEMORY: [(&str, f64); 6] = [
@@ -166,7 +221,7 @@ pub fn top_text(t: &TopTable, unit: &str, n: Option<usize>, signed: bool) -> Str
             percentage(sum, t.total),
             g(r.cum),
             percentage(r.cum, t.total),
-            r.name,
+            printable(&r.name),
             inl
         ));
     }
@@ -198,5 +253,15 @@ mod tests {
         assert_eq!(go_g2(0.0123), "0.012");
         assert_eq!(go_g2(0.99), "0.99");
         assert_eq!(go_g2(0.995), "0.99");
+    }
+
+    #[test]
+    fn control_characters_are_shown_not_sent() {
+        assert_eq!(printable("plain ünïcode → ok"), "plain ünïcode → ok");
+        assert_eq!(
+            printable("a\x1b]0;title\x07b\r\n\t\x7f\u{9b}2J\u{85}"),
+            "a\\x1b]0;title\\x07b\\r\\n\\t\\x7f\\u{9b}2J\\u{85}"
+        );
+        assert_eq!(printable_lines("a;b 1\nc\x1bd 2\n"), "a;b 1\nc\\x1bd 2\n");
     }
 }

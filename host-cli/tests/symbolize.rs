@@ -100,12 +100,12 @@ fn run_fixture(exe: &Path) -> (Snapshot, u64) {
 }
 
 fn convert_with(snap: &Snapshot, elves: Vec<Elf>, local: bool) -> Result<Profile, ConvertError> {
-    let mut load = |p: &str| std::fs::read(p).ok();
+    let mut load = |p: &str| Ok(std::fs::read(p).ok());
     let mut r = Resolver::new(
         snap,
         elves,
         if local {
-            Some(&mut load as &mut dyn FnMut(&str) -> Option<Vec<u8>>)
+            Some(&mut load as heapsnap_symbolize::Loader<'_>)
         } else {
             None
         },

@@ -167,7 +167,11 @@ impl Groups {
             let r = (at - 1) as usize;
             if self.arena[r..r + HEAD] == p.head {
                 let ks = r + HEAD + vals.len();
-                if same(&self.arena[ks..ks + words.len()], words) {
+                // A sum past 64 bits would wrap: the sample goes on probing, to a later
+                // group of the same stack or a new one (separate groups change no figure).
+                if same(&self.arena[ks..ks + words.len()], words)
+                    && fits(&self.arena[r + HEAD..ks], vals)
+                {
                     for (a, b) in self.arena[r + HEAD..ks].iter_mut().zip(vals) {
                         *a = (*a as i64).wrapping_add(*b) as u64;
                     }
@@ -233,6 +237,16 @@ impl Groups {
             self.arena[r + 3] as u32,
         )
     }
+}
+
+/// Can every value be added to its group's sum without leaving 64 bits?
+#[inline(always)]
+fn fits(sums: &[u64], vals: &[i64]) -> bool {
+    let mut ok = true;
+    for (a, b) in sums.iter().zip(vals) {
+        ok &= (*a as i64).checked_add(*b).is_some();
+    }
+    ok
 }
 
 /// Slice equality as a word loop: `==` on slices becomes `memcmp`, which on wasm32 is

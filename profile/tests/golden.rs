@@ -189,6 +189,6 @@ fn inspect_report() {
     let s = snapshot("firmware", common::firmware_snapshot);
     check(
         "firmware.inspect.txt",
-        heapsnap_profile::import::inspect_report(&s).as_bytes(),
+        heapsnap_profile::import::inspect_report(&s, &|n| std::borrow::Cow::Borrowed(n)).as_bytes(),
     );
 }

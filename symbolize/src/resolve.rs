@@ -49,9 +49,11 @@ pub enum ConvertError {
     Symbolize(#[from] crate::SymbolizeError),
 }
 
-/// Reads a mapped file by its path, `None` if there is none (the CLI reads the local
-/// file system; the browser has no such thing).
-pub type Loader<'a> = &'a mut dyn FnMut(&str) -> Option<Vec<u8>>;
+/// Reads a mapped file by its path: `Ok(None)` if there is none, `Err(why)` if there is
+/// one that must not be read (not a regular file, too large, not an ELF: the snapshot
+/// names the path, so it can name anything). The CLI reads the local file system with
+/// those checks; the browser has no such thing.
+pub type Loader<'a> = &'a mut dyn FnMut(&str) -> Result<Option<Vec<u8>>, String>;
 
 /// Symbolizes a snapshot's return addresses with a set of ELFs.
 pub struct Resolver<'s> {
@@ -332,8 +334,16 @@ fn load_mapped(
             continue;
         }
         let ei = match load(&m.name) {
-            None => None,
-            Some(bytes) => match Elf::parse_lenient(&m.name, &bytes) {
+            Ok(None) => None,
+            Err(why) => {
+                warnings.push(format!(
+                    "mapping {} names {}: not read: {why}",
+                    i + 1,
+                    m.name
+                ));
+                None
+            }
+            Ok(Some(bytes)) => match Elf::parse_lenient(&m.name, &bytes) {
                 Err(e) => {
                     warnings.push(format!("cannot symbolize {}: {e}", m.name));
                     None

@@ -336,12 +336,24 @@ impl State {
             Ok(f) => (f, None),
             Err(e) => (Filter::none(), Some(e.to_string())),
         };
-        let top = (self.view == View::Top).then(|| ByPtr(Rc::new(ix.top(si, &filter))));
+        // Values past 64-bit sums: the clear error, not wrapped figures (every sum
+        // below is exact once the total fits).
+        let total = match ix.total(si) {
+            Ok(t) => t,
+            Err(e) => {
+                self.error = Some(e.to_string());
+                self.derived = None;
+                return;
+            }
+        };
+        let top = (self.view == View::Top)
+            .then(|| ix.top(si, &filter).ok())
+            .flatten()
+            .map(|t| ByPtr(Rc::new(t)));
         let kept = ix.kept(&filter);
         let shown = (0..ix.sample_count())
             .filter(|&i| kept[i])
             .fold(0i64, |a, i| a.wrapping_add(ix.value(i, si)));
-        let total = ix.total(si);
         let flame = ByPtr(Rc::new(ix.flame(si, &filter)));
         crate::perf::mark("flame-built");
         let source = self.source_of(&ix, si, &filter);
@@ -371,7 +383,10 @@ impl State {
         let filter = crate::regex::filter(&self.focus, &self.ignore).unwrap_or_default();
         let source = self.source_of(&ix, d.sample_index, &filter);
         let top = match (&d.top, self.view) {
-            (None, View::Top) => Some(ByPtr(Rc::new(ix.top(d.sample_index, &filter)))),
+            (None, View::Top) => ix
+                .top(d.sample_index, &filter)
+                .ok()
+                .map(|t| ByPtr(Rc::new(t))),
             (t, _) => t.clone(),
         };
         self.derived = Some(Rc::new(Derived {

@@ -210,3 +210,22 @@ fn the_index_is_built_once_per_profile_and_unchanged_views_stay_shared() {
     let s = run(s, loaded(Slot::Main, profile(1)));
     assert!(s.shown.is_some() && s.shown.as_ref() != Some(&ix));
 }
+
+/// Values whose total leaves 64 bits: the clear error, no view of wrapped figures;
+/// another sample type of the same profile still shows.
+#[test]
+fn values_past_64_bits_are_an_error_not_wrapped_views() {
+    let mut p = profile(1);
+    for s in &mut p.sample {
+        s.value[1] = i64::MAX;
+    }
+    let s = run(Rc::new(State::default()), loaded(Slot::Main, p));
+    assert!(s.derived.is_none(), "views of a wrapped total");
+    let e = s.error.as_deref().unwrap_or("");
+    assert!(
+        e.contains("inuse_space values (bytes) add up to 18446744073709551614"),
+        "{e}"
+    );
+    let s = run(s, Action::SampleType("alloc_space".into()));
+    assert_eq!(s.derived.as_ref().unwrap().total, 150);
+}

@@ -81,7 +81,8 @@ impl FlameTree {
 }
 
 impl Index<'_> {
-    /// The flame tree for `sample_index` after `filter`.
+    /// The flame tree for `sample_index` after `filter`. Its values are exact when
+    /// [`Index::total`] is `Ok` for this sample index: check that first.
     pub fn flame(&self, sample_index: usize, filter: &Filter) -> FlameTree {
         let kept = self.kept(filter);
         // Alphabetical rank of every function-level node.

@@ -229,20 +229,31 @@ impl<'p> Index<'p> {
     /// The total percentages are relative to, as pprof's `computeTotal`: the sum of
     /// absolute values over all samples (before any filter), or of the base samples
     /// alone in a diff profile.
-    pub fn total(&self, sample_index: usize) -> i64 {
-        let (mut total, mut base) = (0i64, 0i64);
+    ///
+    /// The one overflow check of the analysis: an error when the absolute values of
+    /// all samples add up past `i64::MAX`. Every figure a view sums (flat, cum, a flame
+    /// node, a source line, what a filter shows) is a sum over a subset of the samples,
+    /// so below that bound none of them can overflow; above it no total would be right.
+    pub fn total(&self, sample_index: usize) -> Result<i64, ValueOverflow> {
+        let (mut total, mut base) = (0u128, 0u128);
         for i in 0..self.sample_count() {
-            let v = self.value(i, sample_index).wrapping_abs();
-            total = total.wrapping_add(v);
+            let v = u128::from(self.value(i, sample_index).unsigned_abs());
+            total += v;
             if self.base[i] {
-                base = base.wrapping_add(v);
+                base += v;
             }
         }
-        if base > 0 {
-            base
-        } else {
-            total
+        if total > i64::MAX as u128 {
+            let p = &self.profile;
+            let t = p.sample_type.get(sample_index);
+            return Err(ValueOverflow {
+                sample_type: t.map_or(String::new(), |t| p.str(t.r#type).to_owned()),
+                unit: t.map_or(String::new(), |t| p.str(t.unit).to_owned()),
+                sum: total,
+            });
         }
+        // Both fit: base <= total <= i64::MAX.
+        Ok(if base > 0 { base } else { total } as i64)
     }
 
     /// Which samples a filter keeps (pprof's `FilterSamplesByName`): with a focus, a
@@ -315,6 +326,33 @@ impl<'p> Index<'p> {
             .collect()
     }
 }
+
+/// Sample values that add up past what 64-bit figures hold: the profile is refused
+/// for that sample type rather than shown with wrapped totals and percentages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValueOverflow {
+    /// The sample type's name (from the profile).
+    pub sample_type: String,
+    /// Its unit (from the profile).
+    pub unit: String,
+    /// The sum of the absolute values of all samples.
+    pub sum: u128,
+}
+
+impl std::fmt::Display for ValueOverflow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the samples' {} values ({}) add up to {}, past the largest 64-bit total ({}): no total or percentage of them would be right (a corrupt or hostile profile?)",
+            self.sample_type,
+            self.unit,
+            self.sum,
+            i64::MAX
+        )
+    }
+}
+
+impl std::error::Error for ValueOverflow {}
 
 /// pprof's name for a frame without a function name: the mapping's base name in
 /// brackets, or `<unknown>`.

@@ -17,7 +17,7 @@ mod units;
 
 pub use compact::{decode_compact, decode_compact_with_limit, CompactDecoder};
 pub use flame::{FlameNode, FlameTree};
-pub use index::{Analysed, Filter, FilterError, Frame, Index, Pattern};
+pub use index::{Analysed, Filter, FilterError, Frame, Index, Pattern, ValueOverflow};
 pub use source::{SourceLine, SourceTable};
 pub use top::{top, Inline, TopRow, TopTable};
 pub use units::{format_percent, format_value, Unit};

@@ -31,7 +31,8 @@ pub struct SourceTable {
 }
 
 impl Index<'_> {
-    /// Per-line flat/cum of function-level node `node` for `sample_index` after `filter`.
+    /// Per-line flat/cum of function-level node `node` for `sample_index` after `filter`
+    /// (exact when [`Index::total`] is `Ok` for this sample index).
     pub fn source(&self, node: u32, sample_index: usize, filter: &Filter) -> SourceTable {
         let kept = self.kept(filter);
         // (line, flat, cum): a function has few lines, a Vec beats a map.

@@ -51,7 +51,7 @@ fn rows(t: &TopTable) -> Vec<(&str, i64, i64)> {
 #[test]
 fn top_counts_recursion_once_and_inlined_leaf_as_flat() {
     let p = sample_profile();
-    let t = top(&p, 0, &Filter::none());
+    let t = top(&p, 0, &Filter::none()).unwrap();
     assert_eq!(t.total, 380);
     // flat: c gets S2+S4 (the innermost line of the leaf location), a gets S1, rec S3.
     // cum: rec once for S3 although it is on the stack twice.
@@ -77,7 +77,7 @@ fn top_counts_recursion_once_and_inlined_leaf_as_flat() {
 #[test]
 fn top_skips_zero_samples_and_functions_with_nothing() {
     let p = sample_profile();
-    let t = top(&p, 1, &Filter::none());
+    let t = top(&p, 1, &Filter::none()).unwrap();
     assert_eq!(t.total, 33);
     assert_eq!(
         rows(&t),
@@ -88,23 +88,23 @@ fn top_skips_zero_samples_and_functions_with_nothing() {
 #[test]
 fn focus_and_ignore_follow_pprof() {
     let p = sample_profile();
-    let t = top(&p, 0, &Filter::new("^rec$", "").unwrap());
+    let t = top(&p, 0, &Filter::new("^rec$", "").unwrap()).unwrap();
     assert_eq!(rows(&t), vec![("rec", 50, 50), ("main", 0, 50)]);
     assert_eq!(
         t.total, 380,
         "percentages stay relative to the whole profile"
     );
     // Ignore drops every sample with c on its stack (matched via the inlined frame).
-    let t = top(&p, 0, &Filter::new("", "^c$").unwrap());
+    let t = top(&p, 0, &Filter::new("", "^c$").unwrap()).unwrap();
     assert_eq!(
         rows(&t),
         vec![("a", 100, 100), ("rec", 50, 50), ("main", 0, 150)]
     );
     // Both: focus a, ignore c → S1 only.
-    let t = top(&p, 0, &Filter::new("^a$", "^c$").unwrap());
+    let t = top(&p, 0, &Filter::new("^a$", "^c$").unwrap()).unwrap();
     assert_eq!(rows(&t), vec![("a", 100, 100), ("main", 0, 100)]);
     // File names match too (pprof matches function name or file name).
-    let t = top(&p, 0, &Filter::new("rec\\.go", "").unwrap());
+    let t = top(&p, 0, &Filter::new("rec\\.go", "").unwrap()).unwrap();
     assert_eq!(t.shown, 50);
     assert!(Filter::new("(", "").is_err());
     assert_eq!(Filter::new("", "[").unwrap_err().which, "ignore");
@@ -210,7 +210,7 @@ fn diff_against_base_shows_growth_relative_to_base_total() {
     new2.sample[0].value = vec![150, 15];
     let d = profile::diff(&base, &new2).unwrap();
     let ix = Index::new(&d);
-    let t = ix.top(0, &Filter::none());
+    let t = ix.top(0, &Filter::none()).unwrap();
     assert_eq!(t.total, 100);
     assert_eq!(
         rows(&t),
@@ -247,7 +247,10 @@ fn compact_decode_merges_equal_stacks_and_keeps_every_figure() {
     let c = decode_compact(&raw).unwrap();
     assert_eq!(c.sample.len(), 4);
     for si in 0..2 {
-        assert_eq!(top(&c, si, &Filter::none()), top(&p, si, &Filter::none()));
+        assert_eq!(
+            top(&c, si, &Filter::none()).unwrap(),
+            top(&p, si, &Filter::none()).unwrap()
+        );
         assert_eq!(
             Index::new(&c).flame(si, &Filter::none()),
             Index::new(&p).flame(si, &Filter::none())
@@ -310,8 +313,8 @@ fn compact_decoder_is_independent_of_how_the_input_is_cut() {
     let whole = decode_compact(&raw).unwrap();
     for si in 0..whole.sample_type.len() {
         assert_eq!(
-            top(&whole, si, &Filter::none()),
-            top(&p, si, &Filter::none())
+            top(&whole, si, &Filter::none()).unwrap(),
+            top(&p, si, &Filter::none()).unwrap()
         );
     }
     for cut in 0..=raw.len() {
@@ -403,8 +406,8 @@ fn compact_decode_agrees_with_prost_on_mutated_input() {
                 accepted += 1;
                 for si in 0..f.sample_type.len() {
                     assert_eq!(
-                        top(&f, si, &Filter::none()),
-                        top(&c, si, &Filter::none()),
+                        top(&f, si, &Filter::none()).unwrap(),
+                        top(&c, si, &Filter::none()).unwrap(),
                         "round {round}"
                     );
                 }
@@ -455,7 +458,7 @@ fn top_inline_labels_ignore_edges_below_pprofs_edge_fraction() {
     b.sample(vec![ldmain], vec![5000], vec![]);
     b.sample(vec![ld, la, lmain], vec![2], vec![]);
     let p = b.finish();
-    let t = top(&p, 0, &Filter::none());
+    let t = top(&p, 0, &Filter::none()).unwrap();
     assert_eq!(t.total, 15002);
     let label = |name: &str| t.rows.iter().find(|r| r.name == name).map(|r| r.inline);
     assert_eq!(
@@ -476,4 +479,58 @@ fn top_inline_labels_ignore_edges_below_pprofs_edge_fraction() {
 #[test]
 fn flame_nodes_stay_small() {
     assert!(std::mem::size_of::<FlameNode>() <= 40);
+}
+
+/// Values whose sums leave 64 bits: the builder and the viewer's decoder (pprof-scan's
+/// groups) keep a sample apart rather than wrap its stack's sum, and every analysis
+/// path (CLI decoder, viewer decoder) refuses the total with the exact sum; sums that
+/// fit still merge.
+#[test]
+fn sums_past_64_bits_are_refused_never_wrapped() {
+    let build = |vals: &[i64]| {
+        let mut b = Builder::new();
+        b.sample_type("inuse_space", "bytes");
+        let f = b.function("f", "f", "f.c", 1);
+        let l = b.location(0, 0x10, vec![line(f, 2)], false);
+        for &v in vals {
+            b.sample(vec![l], vec![v], vec![]);
+        }
+        b.finish()
+    };
+    let p = build(&[i64::MAX, i64::MAX, 5]);
+    assert_eq!(
+        p.sample.iter().map(|s| s.value[0]).collect::<Vec<_>>(),
+        [i64::MAX, i64::MAX, 5]
+    );
+    // Encoded as separate samples on one stack: the viewer's decoder merges by stack.
+    let mut one = build(&[1]);
+    one.sample = vec![one.sample[0].clone(); 3];
+    for (s, v) in one.sample.iter_mut().zip([i64::MAX, i64::MAX, 5]) {
+        s.value = vec![v];
+    }
+    let bytes = profile::encode(&one);
+    let want = ValueOverflow {
+        sample_type: "inuse_space".into(),
+        unit: "bytes".into(),
+        sum: 2 * i64::MAX as u128 + 5,
+    };
+    for q in [
+        profile::decode(&bytes).unwrap(),
+        decode_compact(&bytes).unwrap(),
+        p,
+    ] {
+        let ix = Index::new(&q);
+        assert_eq!(ix.total(0), Err(want.clone()));
+        assert_eq!(ix.top(0, &Filter::none()), Err(want.clone()));
+    }
+    // Sums that fit merge as before, in both.
+    let fit = build(&[1 << 61, 1 << 61, 1 << 61]);
+    assert_eq!(fit.sample.len(), 1);
+    assert_eq!(fit.sample[0].value, [3 << 61]);
+    let mut three = build(&[1 << 61]);
+    three.sample = vec![three.sample[0].clone(); 3];
+    let c = decode_compact(&profile::encode(&three)).unwrap();
+    assert_eq!(c.sample.len(), 1);
+    assert_eq!(c.sample[0].value, [3 << 61]);
+    assert_eq!(Index::new(&c).total(0), Ok(3 << 61));
 }

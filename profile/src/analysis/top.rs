@@ -1,7 +1,7 @@
 //! The top table: `go tool pprof -top -nodefraction=0` at function granularity.
 
 use super::index::FxMap;
-use super::{Filter, Index};
+use super::{Filter, Index, ValueOverflow};
 use crate::profile::Profile;
 
 /// pprof's default `-edgefraction`: edges below this share of the total are trimmed
@@ -53,14 +53,20 @@ pub struct TopTable {
 
 /// The top table of `profile` for `sample_index` after `filter`: what `heapsnap top`
 /// prints. Builds an [`Index`]; callers with several views should build one and call
-/// [`Index::top`].
-pub fn top(profile: &Profile, sample_index: usize, filter: &Filter) -> TopTable {
+/// [`Index::top`]. An error when the values overflow 64-bit sums ([`Index::total`]).
+pub fn top(
+    profile: &Profile,
+    sample_index: usize,
+    filter: &Filter,
+) -> Result<TopTable, ValueOverflow> {
     Index::new(profile).top(sample_index, filter)
 }
 
 impl Index<'_> {
     /// See [`top`].
-    pub fn top(&self, sample_index: usize, filter: &Filter) -> TopTable {
+    pub fn top(&self, sample_index: usize, filter: &Filter) -> Result<TopTable, ValueOverflow> {
+        // First: once the total fits, every sum below is exact (see `Index::total`).
+        let total = self.total(sample_index)?;
         let n = self.node_count();
         let (mut flat, mut cum) = (vec![0i64; n], vec![0i64; n]);
         let mut seen = vec![u32::MAX; n];
@@ -116,7 +122,6 @@ impl Index<'_> {
                 flat[leaf as usize] = flat[leaf as usize].wrapping_add(v);
             }
         }
-        let total = self.total(sample_index);
         let edge_cutoff = ((total as f64 * EDGE_FRACTION) as i64).wrapping_abs();
         let mut inline_in: Vec<(bool, bool)> = called.iter().map(|&c| (false, c)).collect();
         for &(key, inl, weight) in &edge_data {
@@ -168,6 +173,6 @@ impl Index<'_> {
             sum = sum.wrapping_add(r.flat);
             r.sum_pct = pct(sum);
         }
-        TopTable { rows, total, shown }
+        Ok(TopTable { rows, total, shown })
     }
 }

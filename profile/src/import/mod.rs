@@ -48,10 +48,10 @@ pub enum InputError {
     Empty,
     /// Starts like a snapshot but is not a valid one.
     #[cfg(feature = "snapshot")]
-    #[error("{0}")]
+    #[error(transparent)]
     Snapshot(#[from] sampler_core::snapshot::DecodeError),
     /// Looks like pprof (gzip or protobuf) but is not a valid one.
-    #[error("{0}")]
+    #[error(transparent)]
     Profile(#[from] ProfileError),
     /// A serial capture with no good snapshot in it.
     #[error(

@@ -260,8 +260,19 @@ impl Builder {
         match self.find_or_insert(self.p.sample.len() as u64) {
             Ok(i) => {
                 let s = &mut self.p.sample[i as usize];
-                for (a, b) in s.value.iter_mut().zip(&value) {
-                    *a = a.wrapping_add(*b);
+                let fits = (s.value.iter().zip(&value)).all(|(a, b)| a.checked_add(*b).is_some());
+                if fits {
+                    for (a, b) in s.value.iter_mut().zip(&value) {
+                        *a += *b;
+                    }
+                } else {
+                    // A sum past 64 bits: kept as a sample of its own (same stack and
+                    // labels), so no figure wraps; the analysis reports the total.
+                    self.p.sample.push(Sample {
+                        location_id,
+                        value,
+                        label,
+                    });
                 }
             }
             Err(_) => self.p.sample.push(Sample {

@@ -11,12 +11,19 @@ pub const DIFF_BASE_LABEL: (&str, &str) = ("pprof::base", "true");
 /// `go tool pprof -top diff.pb.gz` prints what `-diff_base` would, and the viewer reads
 /// it like any profile (positive = grew, negative = shrank).
 pub fn diff(base: &Profile, new: &Profile) -> Result<Profile, ProfileError> {
+    // Checked here too (merge checks again) so the message says which is which.
+    compatible(("base", base), ("new", new))?;
     let mut b = base.clone();
     let key = push_str(&mut b, DIFF_BASE_LABEL.0);
     let val = push_str(&mut b, DIFF_BASE_LABEL.1);
-    for s in &mut b.sample {
+    for (i, s) in b.sample.iter_mut().enumerate() {
         for v in &mut s.value {
-            *v = v.wrapping_neg();
+            // −i64::MIN does not exist: wrapping would keep the base's value as it is.
+            *v = v.checked_neg().ok_or_else(|| {
+                ProfileError::Incompatible(format!(
+                    "base sample {i} has the value {v}, whose negation does not fit in 64 bits"
+                ))
+            })?;
         }
         s.label.retain(|l| l.key != key);
         s.label.push(super::Label {
@@ -46,8 +53,8 @@ pub fn merge(srcs: &[&Profile]) -> Result<Profile, ProfileError> {
     let Some(first) = srcs.first() else {
         return Err(ProfileError::Incompatible("no profiles to merge".into()));
     };
-    for p in &srcs[1..] {
-        compatible(first, p)?;
+    for (i, p) in srcs.iter().enumerate().skip(1) {
+        compatible(("profile 1", first), (&format!("profile {}", i + 1), p))?;
     }
     let mut b = Builder::new();
     for t in &first.sample_type {
@@ -58,7 +65,7 @@ pub fn merge(srcs: &[&Profile]) -> Result<Profile, ProfileError> {
         if time == 0 || p.time_nanos < time {
             time = p.time_nanos;
         }
-        duration = duration.wrapping_add(p.duration_nanos);
+        duration = duration.saturating_add(p.duration_nanos);
         period = period.max(p.period);
         for c in p.comments() {
             b.comment(c);
@@ -169,7 +176,8 @@ fn add(b: &mut Builder, p: &Profile) {
     }
 }
 
-fn compatible(a: &Profile, b: &Profile) -> Result<(), ProfileError> {
+/// Same period type and sample types; the message names both sides (`"base"`/`"new"`).
+fn compatible((na, a): (&str, &Profile), (nb, b): (&str, &Profile)) -> Result<(), ProfileError> {
     // Spelled out rather than `{:?}`: the viewer's release build compiles `Debug` out.
     let types = |t: &[(&str, &str)]| -> String {
         let list: Vec<String> = t.iter().map(|(ty, unit)| format!("{ty}/{unit}")).collect();
@@ -183,7 +191,7 @@ fn compatible(a: &Profile, b: &Profile) -> Result<(), ProfileError> {
     if pa != pb {
         let show = |t: Option<(&str, &str)>| t.map_or("none".to_owned(), |t| types(&[t]));
         return Err(ProfileError::Incompatible(format!(
-            "period types differ: {} vs {}",
+            "period types differ: {na} has {}, {nb} has {}",
             show(pa),
             show(pb)
         )));
@@ -191,7 +199,7 @@ fn compatible(a: &Profile, b: &Profile) -> Result<(), ProfileError> {
     let (sa, sb) = (a.sample_types(), b.sample_types());
     if sa != sb {
         return Err(ProfileError::Incompatible(format!(
-            "sample types differ: {} vs {}",
+            "sample types differ: {na} has {}, {nb} has {}",
             types(&sa),
             types(&sb)
         )));

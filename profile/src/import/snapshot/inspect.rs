@@ -75,8 +75,9 @@ pub fn comments(s: &Snapshot) -> Vec<String> {
     v
 }
 
-/// The `heapsnap inspect` report.
-pub fn report(s: &Snapshot) -> String {
+/// The `heapsnap inspect` report. `name` shows a text from the snapshot (mapping
+/// names): the CLI escapes control characters in it for the terminal.
+pub fn report(s: &Snapshot, name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "format version   {}", s.version);
     let _ = writeln!(o, "word size        {} bytes", s.word_size);
@@ -101,7 +102,10 @@ pub fn report(s: &Snapshot) -> String {
         let _ = writeln!(
             o,
             "  {:#x}-{:#x} @{:#x} {} ({id})",
-            m.start, m.end, m.offset, m.name
+            m.start,
+            m.end,
+            m.offset,
+            name(&m.name)
         );
     }
     let frames: usize = s.stacks.iter().map(|st| st.frames.len()).sum();
@@ -113,12 +117,13 @@ pub fn report(s: &Snapshot) -> String {
         s.stacks.iter().map(|st| st.frames.len()).max().unwrap_or(0)
     );
     let _ = writeln!(o, "buckets          {}", s.buckets.len());
-    let (mut allocs, mut frees, mut ab, mut fb) = (0u64, 0u64, 0u64, 0u64);
+    // u128: sums of any number of 64-bit counters, exact (no wrap, no panic).
+    let (mut allocs, mut frees, mut ab, mut fb) = (0u128, 0u128, 0u128, 0u128);
     for b in &s.buckets {
-        allocs += b.active.allocs;
-        frees += b.active.frees;
-        ab += b.active.alloc_bytes;
-        fb += b.active.free_bytes;
+        allocs += u128::from(b.active.allocs);
+        frees += u128::from(b.active.frees);
+        ab += u128::from(b.active.alloc_bytes);
+        fb += u128::from(b.active.free_bytes);
     }
     let _ = writeln!(o, "sampled allocs   {allocs} ({ab} bytes)");
     let _ = writeln!(o, "sampled frees    {frees} ({fb} bytes)");
