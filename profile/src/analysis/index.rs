@@ -45,6 +45,10 @@ pub struct Index<'p> {
     frame_ranges: Vec<(u32, u32)>,
     /// Per sample: labelled as a diff base (`pprof::base=true`).
     base: Vec<bool>,
+    /// The last filter [`Index::kept`] answered and its answer: one filter change asks
+    /// for the same samples from the top table, the flame graph, the source view and
+    /// the shown total, and the regexes run once, not four times.
+    last_kept: std::cell::RefCell<Option<(Filter, Rc<[bool]>)>>,
 }
 
 /// The profile an [`Index`] reads: borrowed from the caller, or shared with it.
@@ -169,6 +173,7 @@ impl<'p> Index<'p> {
             stack_locs,
             stack_ranges,
             base,
+            last_kept: Default::default(),
         }
     }
 
@@ -259,7 +264,20 @@ impl<'p> Index<'p> {
     /// Which samples a filter keeps (pprof's `FilterSamplesByName`): with a focus, a
     /// sample needs a location matching it; a sample with any location matching ignore
     /// is dropped.
-    pub fn kept(&self, filter: &Filter) -> Vec<bool> {
+    /// Answered from a one-entry cache when `filter` holds the same patterns (the same
+    /// `Pattern`s, by identity) as the last call.
+    pub fn kept(&self, filter: &Filter) -> Rc<[bool]> {
+        if let Some((f, kept)) = &*self.last_kept.borrow() {
+            if f.same(filter) {
+                return kept.clone();
+            }
+        }
+        let kept: Rc<[bool]> = self.kept_now(filter).into();
+        *self.last_kept.borrow_mut() = Some((filter.clone(), kept.clone()));
+        kept
+    }
+
+    fn kept_now(&self, filter: &Filter) -> Vec<bool> {
         let n = self.sample_count();
         if filter.focus.is_none() && filter.ignore.is_none() {
             return vec![true; n];
@@ -400,6 +418,19 @@ pub struct Filter {
     pub focus: Option<Pattern>,
     /// Drop samples with a frame matching this.
     pub ignore: Option<Pattern>,
+}
+
+impl Filter {
+    /// The same patterns (clones of the same `Pattern`s, or none): what makes an
+    /// earlier answer of [`Index::kept`] valid.
+    fn same(&self, other: &Filter) -> bool {
+        let eq = |a: &Option<Pattern>, b: &Option<Pattern>| match (a, b) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Rc::ptr_eq(&a.0, &b.0),
+            _ => false,
+        };
+        eq(&self.focus, &other.focus) && eq(&self.ignore, &other.ignore)
+    }
 }
 
 /// A focus or ignore expression that does not compile.

@@ -110,6 +110,44 @@ fn focus_and_ignore_follow_pprof() {
     assert_eq!(Filter::new("", "[").unwrap_err().which, "ignore");
 }
 
+/// One filter change asks `kept` from the top table, the flame graph, the source view
+/// and the shown total: the regex runs for the first only, a new filter runs again.
+#[test]
+fn kept_runs_the_patterns_once_per_filter() {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let p = sample_profile();
+    let ix = Index::new(&p);
+    let calls = Rc::new(Cell::new(0));
+    let counted = |re: &'static str| {
+        let calls = calls.clone();
+        Pattern::new(move |s: &str| {
+            calls.set(calls.get() + 1);
+            s == re
+        })
+    };
+    let filter = Filter {
+        focus: Some(counted("rec")),
+        ignore: None,
+    };
+    let first = ix.kept(&filter);
+    let asked = calls.get();
+    assert!(asked > 0);
+    let si = 0;
+    let top = ix.top(si, &filter).unwrap();
+    ix.flame(si, &filter);
+    let again = ix.kept(&filter.clone());
+    assert_eq!(calls.get(), asked, "the same filter ran its patterns again");
+    assert_eq!(first, again);
+    assert_eq!(rows(&top), vec![("rec", 50, 50), ("main", 0, 50)]);
+    let other = Filter {
+        focus: Some(counted("rec")),
+        ignore: None,
+    };
+    assert_eq!(ix.kept(&other), first);
+    assert!(calls.get() > asked, "a new filter must be evaluated");
+}
+
 #[test]
 fn flame_tree_merges_paths_root_first_and_marks_inlined_frames() {
     let p = sample_profile();
