@@ -42,7 +42,7 @@ pub mod stack;
 pub mod tables;
 
 pub use alloc::ProfiledAlloc;
-pub use counters::{CounterInfo, Counters};
+pub use counters::{CounterInfo, Counters, HeapTotals};
 pub use profiler::{Profiler, Recorded};
 pub use source::{ProfilerView, SnapshotError};
 #[cfg(all(feature = "std", unix))]

@@ -27,7 +27,7 @@ fn main() -> ! {
             16,
             &[0x0800_0101usize, 0x0800_0203][..],
         );
-        POOL.record_free(black_box(slot));
+        POOL.record_free(black_box(slot), 32);
         black_box(POOL.counters());
         n = n.wrapping_add(1);
         if n % 32 == 0 {
