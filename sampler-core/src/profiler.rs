@@ -35,7 +35,7 @@ pub(crate) struct Locked<const S: usize, const F: usize, const B: usize, const L
 /// use, the peak, allocation and free counts: [`heap`](Self::heap), and in every
 /// snapshot). That is two or three relaxed read-modify-write atomics per call (a
 /// critical section on thumbv6m), which the not-sampled fast path does not otherwise
-/// pay, hence a choice; off by default (see the README's "Exact heap totals").
+/// pay, hence a choice; off by default (see "Exact heap totals" in the README).
 ///
 /// `const`-constructible so it (or a [`ProfiledAlloc`](crate::ProfiledAlloc) holding it)
 /// can be a `static`. RAM on a 32-bit target:
