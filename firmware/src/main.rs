@@ -52,13 +52,16 @@ const FRAMES: usize = 512;
 const BUCKETS: usize = 256;
 const LIVE: usize = 256;
 const DEPTH: usize = 16;
+/// Count every allocation and free exactly too (bytes and objects in use, the peak):
+/// a few relaxed atomics per call, small next to the linked-list allocator's own work.
+const TOTALS: bool = true;
 
 static mut HEAP_MEM: [MaybeUninit<u8>; HEAP_BYTES] = [MaybeUninit::uninit(); HEAP_BYTES];
 
 /// Profiled from the first allocation on. `off()` keeps the static all-zero, so its
 /// 17 KiB of tables land in .bss and cost no flash; `start()` at boot sets rate and seed.
 #[global_allocator]
-static HEAP: ProfiledAlloc<LlffHeap, RtStack, STACKS, FRAMES, BUCKETS, LIVE, DEPTH> =
+static HEAP: ProfiledAlloc<LlffHeap, RtStack, STACKS, FRAMES, BUCKETS, LIVE, DEPTH, TOTALS> =
     ProfiledAlloc::off(LlffHeap::empty(), RtStack);
 
 /// The latest snapshot, for a debugger: `heapsnap pull --elf FW.elf --gdb HOST:PORT`
@@ -91,12 +94,16 @@ fn main() -> ! {
             match dump_snapshot(written) {
                 Ok(len) => {
                     let c = profiler.counters();
+                    let h = profiler.heap().unwrap_or_default();
                     hprintln!(
-                        "snap-{:03}.bin after {} messages: {} bytes; heap used {} B; {} samples, {} live; dropped: stacks {} buckets {} live-map {} reentrant {} truncated {}",
+                        "snap-{:03}.bin after {} messages: {} bytes; heap used {} B, requested {} B in {} objects, peak {} B; {} samples, {} live; dropped: stacks {} buckets {} live-map {} reentrant {} truncated {}",
                         written,
                         n,
                         len,
                         HEAP.inner().used(),
+                        h.in_use_bytes,
+                        h.in_use_objects(),
+                        h.peak_bytes,
                         c.samples,
                         profiler.live_objects(),
                         c.stack_table_full,

@@ -328,6 +328,10 @@ fn print_top(
     let table = analysis::top(p, i, &Filter::none())?;
     let (ty, unit) = p.sample_types().get(i).copied().unwrap_or(("", ""));
     let mut text = format!("Type: {}\n", printable(ty));
+    if let (false, Some(h)) = (signed, p.heap_totals()) {
+        // Counted on the device, not estimated from samples: next to the sampled table.
+        text.push_str(&format!("Heap (exact): {h}\n"));
+    }
     if signed {
         // pprof's -diff_base arithmetic, whose percentages are of the base's total.
         text.push_str(&format!(

@@ -457,3 +457,54 @@ fn top_diff_and_convert_repeat_the_snapshots_warnings() {
         "{text}"
     );
 }
+
+/// The exact heap totals: `inspect` prints them, `top` puts them under its type line,
+/// and a converted profile carries them so `top` of the pprof file shows the same line.
+/// A snapshot without them says "not counted" and never prints a heap of zero bytes.
+#[test]
+fn heap_totals_in_inspect_top_and_the_converted_profile() {
+    let d = common::tmp("cli");
+    let mut counted = common::firmware_snapshot();
+    counted.counters.set_heap(Some(sampler_core::HeapTotals {
+        allocs: 57,
+        frees: 50,
+        in_use_bytes: 1200,
+        peak_bytes: 3100,
+    }));
+    let with = write(&d, "totals.snap", &counted.encode().unwrap());
+    let without = write(&d, "no-totals.snap", &snap_bytes());
+    let line = "1200 bytes in use in 7 objects, peak 3100 bytes; 57 allocs, 50 frees";
+
+    let r = ok(heapsnap().arg("inspect").arg(&with).output().unwrap());
+    assert!(r.contains(&format!("heap (exact)     {line}\n")), "{r}");
+    assert!(
+        !r.contains("heap_"),
+        "the totals are not listed as drop counters: {r}"
+    );
+    let t = ok(heapsnap().arg("top").arg(&with).output().unwrap());
+    assert!(
+        t.starts_with(&format!("Type: inuse_space\nHeap (exact): {line}\n")),
+        "{t}"
+    );
+    let pb = d.join("totals.pb.gz");
+    ok(heapsnap()
+        .arg("convert")
+        .arg(&with)
+        .arg("-o")
+        .arg(&pb)
+        .output()
+        .unwrap());
+    let t = ok(heapsnap().arg("top").arg(&pb).output().unwrap());
+    assert!(t.contains(&format!("Heap (exact): {line}\n")), "{t}");
+
+    let r = ok(heapsnap().arg("inspect").arg(&without).output().unwrap());
+    assert!(
+        r.contains("heap (exact)     not counted (the profiler was built without TOTALS"),
+        "{r}"
+    );
+    let t = ok(heapsnap().arg("top").arg(&without).output().unwrap());
+    assert!(
+        !t.contains("Heap (exact)") && !t.contains("bytes in use"),
+        "{t}"
+    );
+}

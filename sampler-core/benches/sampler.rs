@@ -2,7 +2,8 @@
 //!
 //! (a) the allocation fast path: a 16-byte alloc+free loop through
 //!     `ProfiledAlloc<System>` at the default rate (512 KiB) vs `System` alone, printed as
-//!     a ratio (target ≤ 1.01);
+//!     a ratio (target ≤ 1.01), and the same with the exact heap totals on
+//!     (`TOTALS = true`: what counting every call costs);
 //! (b) the sampled path at rate 1 with a 32-frame stack, ns per sample (target ≤ 1 µs):
 //!     with a caller-supplied stack (the tables' cost), and with the stack walked by the
 //!     frame-pointer walker and by the host unwinder through 32 real frames.
@@ -17,6 +18,9 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use sampler_core::{FramePointerStack, HostStack, NoStack, ProfiledAlloc, Profiler, StackSource};
 
 static PROFILED: ProfiledAlloc<System, HostStack, 1024, 16384, 2048, 4096> =
+    ProfiledAlloc::new(System, HostStack, 512 * 1024, 1);
+
+static PROFILED_TOTALS: ProfiledAlloc<System, HostStack, 1024, 16384, 2048, 4096, 32, true> =
     ProfiledAlloc::new(System, HostStack, 512 * 1024, 1);
 
 const L16: Layout = match Layout::from_size_align(16, 8) {
@@ -60,6 +64,9 @@ fn fast_path(c: &mut Criterion) {
     g.bench_function("ProfiledAlloc<System> @512KiB", |b| {
         b.iter(|| churn(&PROFILED))
     });
+    g.bench_function("ProfiledAlloc<System> @512KiB, exact totals", |b| {
+        b.iter(|| churn(&PROFILED_TOTALS))
+    });
     g.finish();
 
     // The ratio, measured in this process in thread CPU time with the two loops
@@ -68,18 +75,24 @@ fn fast_path(c: &mut Criterion) {
     // the median ratio of the paired rounds is shown next to it.
     let n = 2_000_000;
     let (mut ss, mut ps, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut ts, mut tratios) = (Vec::new(), Vec::new());
     for _ in 0..41 {
         let s = time_loop(&System, n).as_secs_f64();
         let p = time_loop(&PROFILED, n).as_secs_f64();
+        let t = time_loop(&PROFILED_TOTALS, n).as_secs_f64();
         ss.push(s);
         ps.push(p);
+        ts.push(t);
         ratios.push(p / s);
+        tratios.push(t / s);
     }
     let sort =
         |v: &mut Vec<f64>| v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     sort(&mut ss);
     sort(&mut ps);
+    sort(&mut ts);
     sort(&mut ratios);
+    sort(&mut tratios);
     let ns = |t: f64| t * 1e9 / f64::from(n);
     println!(
         "\n(a) 16-byte alloc+free, best of 41 x 2M: System {:.2} ns, ProfiledAlloc<System> @512KiB {:.2} ns; \
@@ -88,6 +101,22 @@ fn fast_path(c: &mut Criterion) {
         ns(ps[0]),
         ps[0] / ss[0],
         ratios[ratios.len() / 2]
+    );
+    println!(
+        "(a') with exact heap totals (TOTALS = true): {:.2} ns; ratio of bests {:.3}, median paired ratio {:.3}; \
+         +{:.2} ns per alloc+free pair over the profiler without totals\n",
+        ns(ts[0]),
+        ts[0] / ss[0],
+        tratios[tratios.len() / 2],
+        ns(ts[0]) - ns(ps[0])
+    );
+    let h = PROFILED_TOTALS.profiler().heap();
+    assert!(
+        h.is_some_and(|h| h.allocs >= 41 * u64::from(n)
+            && h.allocs == h.frees
+            && h.in_use_bytes == 0
+            && h.peak_bytes == 16),
+        "every call counted: {h:?}"
     );
 }
 
@@ -101,7 +130,7 @@ fn deep<St: StackSource>(
 ) {
     if depth == 0 {
         prof.record_alloc(addr as *const u8, 64, st);
-        prof.record_free(addr as *const u8);
+        prof.record_free(addr as *const u8, 64);
     } else {
         deep(depth - 1, prof, st, addr);
         black_box(depth);
@@ -115,13 +144,13 @@ fn sampled_path(c: &mut Criterion) {
     g.bench_function("record_alloc+free, given 32-frame stack", |b| {
         b.iter(|| {
             prof.record_alloc(0x1000 as *const u8, 64, &frames[..]);
-            prof.record_free(0x1000 as *const u8);
+            prof.record_free(0x1000 as *const u8, 64);
         })
     });
     g.bench_function("record_alloc+free, no stack", |b| {
         b.iter(|| {
             prof.record_alloc(0x2000 as *const u8, 64, &NoStack);
-            prof.record_free(0x2000 as *const u8);
+            prof.record_free(0x2000 as *const u8, 64);
         })
     });
     let fp = FramePointerStack::current_thread();

@@ -23,6 +23,9 @@ use crate::Profiler;
 /// the pointer is returned). Free: the live map first, then the inner allocator (so
 /// another thread cannot get the address back and record it before we forget it).
 /// `realloc` is a free of the old block and an allocation of the new one.
+///
+/// `TOTALS = true` counts every call exactly ([`Profiler::heap`]): requested sizes, a
+/// failed allocation not counted, a failed realloc leaving the old block counted.
 pub struct ProfiledAlloc<
     A,
     St,
@@ -31,14 +34,23 @@ pub struct ProfiledAlloc<
     const B: usize,
     const L: usize,
     const D: usize = 32,
+    const TOTALS: bool = false,
 > {
     inner: A,
     stack: St,
-    profiler: Profiler<S, F, B, L, D>,
+    profiler: Profiler<S, F, B, L, D, TOTALS>,
 }
 
-impl<A, St, const S: usize, const F: usize, const B: usize, const L: usize, const D: usize>
-    ProfiledAlloc<A, St, S, F, B, L, D>
+impl<
+        A,
+        St,
+        const S: usize,
+        const F: usize,
+        const B: usize,
+        const L: usize,
+        const D: usize,
+        const TOTALS: bool,
+    > ProfiledAlloc<A, St, S, F, B, L, D, TOTALS>
 {
     /// Wrap `inner`, sampling every `rate` bytes on average (0 = off, 1 = everything).
     pub const fn new(inner: A, stack: St, rate: usize, seed: u64) -> Self {
@@ -60,7 +72,7 @@ impl<A, St, const S: usize, const F: usize, const B: usize, const L: usize, cons
     }
 
     /// The profiler: cycles, counters, snapshots.
-    pub const fn profiler(&self) -> &Profiler<S, F, B, L, D> {
+    pub const fn profiler(&self) -> &Profiler<S, F, B, L, D, TOTALS> {
         &self.profiler
     }
 
@@ -78,7 +90,8 @@ impl<
         const B: usize,
         const L: usize,
         const D: usize,
-    > ProfiledAlloc<A, St, S, F, B, L, D>
+        const TOTALS: bool,
+    > ProfiledAlloc<A, St, S, F, B, L, D, TOTALS>
 {
     #[inline(always)]
     fn after_alloc(&self, p: *mut u8, size: usize) {
@@ -102,7 +115,8 @@ unsafe impl<
         const B: usize,
         const L: usize,
         const D: usize,
-    > GlobalAlloc for ProfiledAlloc<A, St, S, F, B, L, D>
+        const TOTALS: bool,
+    > GlobalAlloc for ProfiledAlloc<A, St, S, F, B, L, D, TOTALS>
 {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
@@ -120,7 +134,7 @@ unsafe impl<
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        self.profiler.record_free(ptr);
+        self.profiler.record_free(ptr, layout.size());
         unsafe { self.inner.dealloc(ptr, layout) }
     }
 
@@ -128,9 +142,14 @@ unsafe impl<
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // Forget the old block before the inner allocator may hand its address to
         // another thread. If the realloc fails the old block stays allocated but
-        // untracked: its eventual free is then just an unsampled free.
-        self.profiler.record_free(ptr);
+        // untracked: its eventual free is then just an unsampled free. The exact
+        // totals count the free only when the realloc succeeded (the old block is
+        // still in use otherwise).
+        self.profiler.forget(ptr);
         let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            self.profiler.count_free(layout.size());
+        }
         self.after_alloc(p, new_size);
         p
     }

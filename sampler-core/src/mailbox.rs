@@ -152,9 +152,10 @@ impl<const N: usize> SnapshotMailbox<N> {
         const B: usize,
         const L: usize,
         const D: usize,
+        const T: bool,
     >(
         &self,
-        profiler: &Profiler<S, F, B, L, D>,
+        profiler: &Profiler<S, F, B, L, D, T>,
         mappings: &[MappingRef<'_>],
     ) -> Result<usize, MailboxError> {
         match profiler.with_view(mappings, |v| self.write_source(v)) {

@@ -11,10 +11,11 @@ use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 use critical_section::Mutex;
 
+use crate::counters::Tally;
 use crate::sampler::{countdown_start, Countdown, IntervalRng};
 use crate::stack::StackSource;
 use crate::tables::{Full, Tables};
-use crate::Counters;
+use crate::{Counters, HeapTotals};
 
 /// Filter slots per live-map entry: the free path's "could this be sampled?" check.
 const FILTER_WAYS: usize = 4;
@@ -30,6 +31,12 @@ pub(crate) struct Locked<const S: usize, const F: usize, const B: usize, const L
 /// A heap profiler with fixed capacities: `S` interned stacks, `F` frames in the shared
 /// frame arena, `B` buckets, `L` live sampled objects, stacks of at most `D` frames.
 ///
+/// `TOTALS = true` also counts every allocation and free exactly (bytes and objects in
+/// use, the peak, allocation and free counts: [`heap`](Self::heap), and in every
+/// snapshot). That is two or three relaxed read-modify-write atomics per call (a
+/// critical section on thumbv6m), which the not-sampled fast path does not otherwise
+/// pay, hence a choice; off by default (see "Exact heap totals" in the README).
+///
 /// `const`-constructible so it (or a [`ProfiledAlloc`](crate::ProfiledAlloc) holding it)
 /// can be a `static`. RAM on a 32-bit target:
 /// `12·S + 4·F + 40·B + 16·L` bytes plus a few words (see the README's "RAM footprint").
@@ -39,6 +46,7 @@ pub struct Profiler<
     const B: usize,
     const L: usize,
     const D: usize = 32,
+    const TOTALS: bool = false,
 > {
     countdown: Countdown,
     /// Counting filter over sampled addresses: a free whose slot is zero cannot be a
@@ -46,6 +54,8 @@ pub struct Profiler<
     filter: [[AtomicU8; FILTER_WAYS]; L],
     /// Re-entrant entries, counted outside the (busy) tables.
     reentrant: Mutex<Cell<u64>>,
+    /// Exact totals, updated on every call when `TOTALS` (untouched otherwise).
+    totals: Tally,
     locked: Mutex<RefCell<Locked<S, F, B, L>>>,
 }
 
@@ -61,8 +71,14 @@ pub enum Recorded {
     Dropped,
 }
 
-impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: usize>
-    Profiler<S, F, B, L, D>
+impl<
+        const S: usize,
+        const F: usize,
+        const B: usize,
+        const L: usize,
+        const D: usize,
+        const TOTALS: bool,
+    > Profiler<S, F, B, L, D, TOTALS>
 {
     const CHECK: () = assert!(D > 0 && D <= u16::MAX as usize, "stack depth: 1 ..= 65535");
 
@@ -100,6 +116,7 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
             countdown,
             filter: [const { [const { AtomicU8::new(0) }; FILTER_WAYS] }; L],
             reentrant: Mutex::new(Cell::new(0)),
+            totals: Tally::new(),
             locked: Mutex::new(RefCell::new(Locked {
                 tables: Tables::new(),
                 counters: Counters::ZERO,
@@ -110,7 +127,8 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
     }
 
     /// Record an allocation of `size` bytes at `ptr` (pools, arenas: anything that is
-    /// not a `GlobalAlloc`). Cheap unless sampled: a subtract and a branch.
+    /// not a `GlobalAlloc`). Cheap unless sampled: a subtract and a branch (and the
+    /// exact totals' atomics when `TOTALS`).
     ///
     /// When `stack` walks the stack, the first frame recorded is the return address
     /// into the function this call was inlined into: the caller of `record_alloc`, and
@@ -126,6 +144,9 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
         size: usize,
         stack: &St,
     ) -> Recorded {
+        if TOTALS {
+            self.totals.alloc(size);
+        }
         if !self.countdown.take(size) {
             return Recorded::Skipped;
         }
@@ -134,10 +155,29 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
         core::hint::black_box(self.sampled(ptr as usize, size, stack))
     }
 
-    /// Record the free of `ptr`. A free of an object that was not sampled usually costs
-    /// one filter load that misses (no lock).
+    /// Record the free of `ptr`, of the `size` given to its [`record_alloc`]
+    /// (the exact totals subtract it; without `TOTALS` it is not used, and a pool that
+    /// does not know its sizes may pass 0). A free of an object that was not sampled
+    /// usually costs one filter load that misses (no lock).
+    ///
+    /// [`record_alloc`]: Self::record_alloc
     #[inline(always)]
-    pub fn record_free(&self, ptr: *const u8) {
+    pub fn record_free(&self, ptr: *const u8, size: usize) {
+        self.count_free(size);
+        self.forget(ptr);
+    }
+
+    /// The exact totals' half of a free (`realloc` counts it only once it succeeded).
+    #[inline(always)]
+    pub(crate) fn count_free(&self, size: usize) {
+        if TOTALS {
+            self.totals.free(size);
+        }
+    }
+
+    /// The live map's half of a free: a sampled object at `ptr` is no longer in use.
+    #[inline(always)]
+    pub(crate) fn forget(&self, ptr: *const u8) {
         let addr = ptr as usize;
         if self.filter_hit(Self::h1(addr)) && self.filter_hit(Self::h2(addr)) {
             self.free_slow(addr);
@@ -298,7 +338,7 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
         self.with_locked(|l| l.rate).unwrap_or(0)
     }
 
-    /// Everything dropped or skipped so far.
+    /// Everything dropped or skipped so far, and the exact totals when `TOTALS`.
     pub fn counters(&self) -> Counters {
         critical_section::with(|cs| {
             let mut c = self
@@ -308,8 +348,16 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
                 .map(|l| l.counters)
                 .unwrap_or_default();
             c.reentrant = self.reentrant.borrow(cs).get();
+            c.set_heap(self.heap());
             c
         })
+    }
+
+    /// The exact heap totals (bytes and objects in use, the peak, allocation and free
+    /// counts since the profiler was created), `None` unless `TOTALS`. Counted on every
+    /// call, whatever the sampling rate (also at rate 0).
+    pub fn heap(&self) -> Option<HeapTotals> {
+        TOTALS.then(|| self.totals.get())
     }
 
     /// Run `f` on the tables with the lock held (`None` when re-entered). Snapshots are

@@ -81,8 +81,14 @@ impl fmt::Display for SnapshotError {
 
 impl core::error::Error for SnapshotError {}
 
-impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: usize>
-    Profiler<S, F, B, L, D>
+impl<
+        const S: usize,
+        const F: usize,
+        const B: usize,
+        const L: usize,
+        const D: usize,
+        const TOTALS: bool,
+    > Profiler<S, F, B, L, D, TOTALS>
 {
     /// Run `f` on a [`SnapshotSource`] view of the tables, with the lock held (the
     /// tables stay still while `f` encodes them). On a device interrupts are off for
@@ -96,6 +102,9 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize, const D: us
         self.with_locked(|l| {
             let mut counters = l.counters;
             counters.reentrant = reentrant;
+            // Read with the tables still (on a device: interrupts off), so the totals
+            // and the buckets describe the same moment.
+            counters.set_heap(self.heap());
             f(&ProfilerView {
                 tables: &l.tables,
                 counters,

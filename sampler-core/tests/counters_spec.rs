@@ -94,6 +94,31 @@ fn the_list_is_the_struct() {
     assert_eq!(c.iter().nth(3), Some(("live_map_full", 4)));
     assert_eq!(Counters::ZERO, Counters::default());
     assert_eq!(COUNTERS_V1, 7, "version 1's minimum is fixed by the spec");
+    // The decoder checks the flag at position COUNTERS_V1, and `heap()` reads the four
+    // after it: the table must keep them there.
+    let names: Vec<&str> = Counters::LIST.iter().map(|c| c.name).collect();
+    assert_eq!(
+        names[COUNTERS_V1..COUNTERS_V1 + 5],
+        [
+            "heap_totals",
+            "heap_allocs",
+            "heap_frees",
+            "heap_in_use_bytes",
+            "heap_peak_bytes"
+        ]
+    );
+    let mut h = Counters::ZERO;
+    assert_eq!(h.heap(), None, "not counted is absent, not zero");
+    let t = sampler_core::HeapTotals {
+        allocs: 9,
+        frees: 4,
+        in_use_bytes: 100,
+        peak_bytes: 160,
+    };
+    h.set_heap(Some(t));
+    assert_eq!((h.heap(), t.in_use_objects()), (Some(t), 5));
+    h.set_heap(None);
+    assert_eq!(h, Counters::ZERO);
     // A doc comment over several lines is one sentence in the list.
     assert_eq!(
         Counters::LIST[3].meaning,

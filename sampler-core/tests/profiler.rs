@@ -31,9 +31,9 @@ fn frees_are_credited_to_the_allocating_bucket() {
     assert_eq!(prof.record_alloc(p(0x200), 32, &a[..]), Recorded::Sampled);
     assert_eq!(prof.record_alloc(p(0x300), 64, &b[..]), Recorded::Sampled);
     // Free one object of each stack, and an address that was never sampled.
-    prof.record_free(p(0x200));
-    prof.record_free(p(0x300));
-    prof.record_free(p(0x999));
+    prof.record_free(p(0x200), 32);
+    prof.record_free(p(0x300), 64);
+    prof.record_free(p(0x999), 0);
     assert_eq!(prof.live_objects(), 1);
     prof.advance_cycle();
     let s = snapshot(&prof);
@@ -74,7 +74,7 @@ fn full_stack_table_is_counted_not_recorded() {
             Recorded::Sampled
         );
     }
-    prof.record_free(p(0x10));
+    prof.record_free(p(0x10), 8);
     assert_eq!(
         prof.record_alloc(p(0x100), 8, &[99usize][..]),
         Recorded::Dropped
@@ -106,7 +106,7 @@ fn full_bucket_table_is_counted() {
             prof.record_alloc(p(size * 8), size, &[7usize][..]),
             Recorded::Sampled
         );
-        prof.record_free(p(size * 8));
+        prof.record_free(p(size * 8), size);
     }
     assert_eq!(
         prof.record_alloc(p(0x800), 5, &[7usize][..]),
@@ -153,7 +153,7 @@ fn unknown_frees_that_pass_the_filter_are_counted() {
     let prof = Small::new(1, 1);
     prof.record_alloc(p(0x1000), 8, &[1usize][..]);
     for a in (0x2000..0x3000).step_by(8) {
-        prof.record_free(p(a));
+        prof.record_free(p(a), 8);
     }
     let c = prof.counters();
     assert!(c.unknown_frees > 0 && c.unknown_frees < 512, "{c:?}");
@@ -171,7 +171,7 @@ impl StackSource for Reenter<'_> {
     fn capture(&self, _b: usize, out: &mut [usize]) -> Captured {
         self.nested
             .set(Some(self.prof.record_alloc(p(0xBAD0), 8, &NoStack)));
-        self.prof.record_free(p(0x40));
+        self.prof.record_free(p(0x40), 8);
         assert!(
             !self.prof.advance_cycle(),
             "advance from inside must refuse"

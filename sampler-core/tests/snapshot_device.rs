@@ -21,7 +21,7 @@ fn device_bytes_equal_host_reencoding() {
     {
         prof.record_alloc((0x2000_0000 + i * 0x100) as *const u8, size, stack);
     }
-    prof.record_free(0x2000_0000 as *const u8);
+    prof.record_free(0x2000_0000 as *const u8, 16);
     prof.advance_cycle();
     let mappings = [MappingRef {
         start: 0x0800_0000,

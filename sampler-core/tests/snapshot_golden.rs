@@ -74,6 +74,24 @@ fn golden_bytes_decode_to_the_fixture() {
     assert_eq!(capture.last_good(), Some(&snapshot_common::small()));
 }
 
+/// Bytes an encoder wrote before the heap totals were appended to the counters (7
+/// counters, the version-1 minimum; `small.bin` as it was): still version 1, still
+/// decoded, and its totals are absent, not zero. The spec's §6 allows appending
+/// counters without a new version; this file pins that such snapshots stay readable.
+#[test]
+fn seven_counter_bytes_decode_with_heap_totals_absent() {
+    let bytes = std::fs::read(golden("small-7.bin")).unwrap();
+    assert_eq!(bytes[0x0b], 7, "counter_count of the pre-totals golden");
+    let snap = decode(&bytes).unwrap();
+    assert_eq!(snap, snapshot_common::small_seven_counters());
+    assert_eq!(snap.counters.heap(), None);
+    // The same snapshot now encodes with every counter of the table (5 more bytes, all
+    // zero: `heap_totals` 0 says the four after it mean nothing).
+    let now = encode_to_vec(&snap).unwrap();
+    assert_eq!(now.len(), bytes.len() + 5);
+    assert_eq!(decode(&now).unwrap(), snap);
+}
+
 /// The spec's worked example (the hex block after `<!-- golden: small.bin -->`) is the
 /// golden file, byte for byte.
 #[test]

@@ -117,7 +117,7 @@ fn unsampled_estimates_are_within_3_percent_of_exact_totals() {
                 left[i] -= 1;
                 addr += 64;
                 if prof.record_alloc(addr as *const u8, size, &NoStack) == Recorded::Sampled {
-                    prof.record_free(addr as *const u8);
+                    prof.record_free(addr as *const u8, size);
                 }
                 exact_objects += 1;
                 exact_bytes += size as u64;

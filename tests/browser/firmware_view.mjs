@@ -30,6 +30,8 @@ try {
   });
   result.sampleType = await page.$eval('[data-testid=sample-type]', (s) => s.value);
   result.status = await page.textContent('.status');
+  // The profile's comments as the page lists them (the exact heap totals among them).
+  result.comments = await page.$$eval('[data-testid=comments] li', (li) => li.map((l) => l.textContent));
   await page.screenshot({ path: screenshot || path.join(outDir, 'flame.png') });
 
   // Hover the leak's frame (the deepest row, left third; rows are 20 px high) and read

@@ -361,6 +361,27 @@ fn viewer_preloads_the_firmware_profile_and_shows_pprofs_top_rows() {
         result["flamePaintedWhileHovering"]
     );
 
+    // The exact heap totals, counted on the device, shown among the profile's notes.
+    let snap = sampler_core::snapshot::decode(&std::fs::read(snaps.last().unwrap()).unwrap())
+        .expect("the last snapshot decodes");
+    let h = snap
+        .counters
+        .heap()
+        .expect("the firmware counts heap totals");
+    let shown = format!(
+        "heap (exact): {} bytes in use in {} objects, peak {} bytes;",
+        h.in_use_bytes,
+        h.in_use_objects(),
+        h.peak_bytes
+    );
+    assert!(
+        result["comments"].as_array().is_some_and(|c| c
+            .iter()
+            .any(|c| c.as_str().is_some_and(|c| c.starts_with(&shown)))),
+        "the viewer does not show `{shown}`: {}",
+        result["comments"]
+    );
+
     let page: Vec<Row> = result["top"]
         .as_array()
         .expect("top rows")
@@ -517,4 +538,71 @@ fn another_builds_elf_is_refused_for_a_firmware_snapshot() {
         .unwrap();
     let err = String::from_utf8_lossy(&good.stderr);
     assert!(good.status.success() && !err.contains("warning"), "{err}");
+}
+
+/// The exact heap totals agree with the allocator itself: after each snapshot the
+/// firmware prints embedded-alloc's `used()` next to the totals it counted, and the
+/// snapshot file carries the same totals (`heapsnap inspect` prints them). `used()`
+/// counts the linked-list allocator's blocks, each request rounded up to 4 bytes and at
+/// least 8, so requested ≤ used ≤ requested + 7 per object; and the heap is not empty.
+#[test]
+fn heap_totals_agree_with_the_allocators_used_bytes() {
+    let out = firmware_out();
+    let log = std::fs::read_to_string(out.join("qemu.log")).expect("qemu.log");
+    let snaps = snapshots(&out);
+    for snap in &snaps {
+        let name = snap.file_name().unwrap().to_string_lossy().into_owned();
+        let line = log
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} after ")))
+            .unwrap_or_else(|| panic!("qemu.log has no line for {name}:\n{log}"));
+        // "…; heap used U B, requested R B in N objects, peak P B; …"
+        let num = |after: &str| -> u64 {
+            let rest = &line[line
+                .find(after)
+                .unwrap_or_else(|| panic!("no `{after}` in {line}"))
+                + after.len()..];
+            rest.split(|c: char| !c.is_ascii_digit())
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        let (used, requested, objects, peak) = (
+            num("heap used "),
+            num("requested "),
+            num(" B in "),
+            num("peak "),
+        );
+        let decoded = sampler_core::snapshot::decode(&std::fs::read(snap).unwrap()).unwrap();
+        let h = decoded
+            .counters
+            .heap()
+            .unwrap_or_else(|| panic!("{name}: no heap totals"));
+        assert_eq!(
+            (h.in_use_bytes, h.in_use_objects(), h.peak_bytes),
+            (requested, objects, peak),
+            "{name}: the snapshot's totals differ from the firmware's print: {line}"
+        );
+        assert!(
+            objects > 0 && h.allocs > h.frees,
+            "{name}: an empty heap? {h:?}"
+        );
+        assert!(
+            requested <= used && used <= requested + 7 * objects,
+            "{name}: requested {requested} B in {objects} objects vs the allocator's used {used} B: {line}"
+        );
+        assert!(
+            peak >= requested && peak <= 16 * 1024,
+            "{name}: peak {peak}: {line}"
+        );
+        let inspect = e2e::run(Command::new(heapsnap()).arg("inspect").arg(snap));
+        assert!(
+            inspect.contains(&format!(
+                "heap (exact)     {requested} bytes in use in {objects} objects, peak {peak} bytes; {} allocs, {} frees",
+                h.allocs, h.frees
+            )),
+            "{name}: {inspect}"
+        );
+    }
 }

@@ -26,7 +26,7 @@ pub use embedded_alloc::LlffHeap;
 pub use sampler_core::{cortex_m::RtStack, ProfiledAlloc};
 
 /// The reader's profiled heap, as section 1 of the guide declares it.
-pub static HEAP: ProfiledAlloc<LlffHeap, RtStack, 64, 512, 256, 256, 16> =
+pub static HEAP: ProfiledAlloc<LlffHeap, RtStack, 64, 512, 256, 256, 16, true> =
     ProfiledAlloc::off(LlffHeap::empty(), RtStack);
 /// The reader's kernel stack bounds and slab allocator.
 pub const KSTACK_LO: usize = 0x2000_0000;
@@ -35,6 +35,9 @@ pub fn slab_alloc(_size: usize) -> *mut u8 {
     core::ptr::null_mut()
 }
 pub fn slab_free(_p: *mut u8) {}
+pub fn slab_size(_p: *mut u8) -> usize {
+    0
+}
 /// The reader's UART driver: a blocking write.
 pub fn uart_write(_bytes: &[u8]) {}
 "#;

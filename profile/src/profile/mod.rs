@@ -19,6 +19,11 @@ pub(crate) use ids::{IdIndex, IdProblem};
 pub use merge::{diff, merge, DIFF_BASE_LABEL};
 pub use proto::*;
 
+/// Prefix of the comment in which a heapsnap conversion carries the snapshot's exact
+/// heap totals (`heap (exact): 1200 bytes in use in 7 objects, …`), so `top` and the
+/// viewer can show them from the profile alone ([`Profile::heap_totals`]).
+pub const HEAP_COMMENT: &str = "heap (exact): ";
+
 impl Profile {
     /// The string at a string-table index; "" when out of range (a validated profile
     /// has none of those), so display code never panics.
@@ -96,6 +101,14 @@ impl Profile {
             .iter()
             .filter_map(|&c| self.str(c).strip_prefix("warning: "))
             .collect()
+    }
+
+    /// The exact heap totals a heapsnap conversion left in the comments (the line
+    /// after [`HEAP_COMMENT`]), `None` when the snapshot did not count them.
+    pub fn heap_totals(&self) -> Option<&str> {
+        self.comment
+            .iter()
+            .find_map(|&c| self.str(c).strip_prefix(HEAP_COMMENT))
     }
 
     /// The comments (pprof `comment` strings), in order.

@@ -27,6 +27,7 @@ pub fn firmware_snapshot() -> Snapshot {
             reentrant: 1,
             unknown_frees: 4,
             truncated_stacks: 5,
+            ..Counters::ZERO
         },
         mappings: vec![],
         stacks: vec![

@@ -82,6 +82,9 @@ impl std::error::Error for DecodeError {}
 type Result<T> = std::result::Result<T, DecodeError>;
 
 /// Smallest encodings, used to bound counts by the bytes that remain.
+/// Wire position of the `heap_totals` flag: the first counter appended after the
+/// version-1 set (`tests/counters_spec.rs` checks the name at that position).
+const HEAP_TOTALS: usize = COUNTERS_V1;
 const MIN_MAPPING: usize = 5; // start, end, offset, name len, build id len
 const MIN_STACK: usize = 2; // id, frame count
 const MIN_BUCKET: usize = 6; // stack id, size, four cycle fields
@@ -157,9 +160,14 @@ pub fn decode_prefix(bytes: &[u8]) -> Result<(Snapshot, usize)> {
     // known ones an older encoder did not write stay zero.
     let mut c = [0u64; Counters::LEN];
     for i in 0..n {
+        let at = r.pos;
         let v = r.varint()?;
         if let Some(slot) = c.get_mut(i) {
             *slot = v;
+        }
+        if i == HEAP_TOTALS && v > 1 {
+            // A flag: anything else is not a snapshot this page describes.
+            r.defer(at, format!("heap_totals {v} (must be 0 or 1)"));
         }
     }
     let counters = Counters::from_array(c);

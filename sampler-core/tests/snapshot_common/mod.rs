@@ -6,7 +6,15 @@ use sampler_core::{Counters, Cycle};
 
 /// The small snapshot whose bytes `tests/golden/small.bin` pins and whose hex dump
 /// `docs/snapshot-format.md` walks through: 32-bit firmware, one mapping, two stacks
-/// (the second shares a caller with the first), three buckets.
+/// (the second shares a caller with the first), three buckets, exact heap totals.
+/// [`small`] as an encoder before the heap totals wrote it (`tests/golden/small-7.bin`):
+/// the 7 version-1 counters only, so no heap totals (`Counters::heap` is `None`).
+pub fn small_seven_counters() -> Snapshot {
+    let mut s = small();
+    s.counters.set_heap(None);
+    s
+}
+
 pub fn small() -> Snapshot {
     Snapshot {
         version: 1,
@@ -21,6 +29,11 @@ pub fn small() -> Snapshot {
             reentrant: 0,
             unknown_frees: 3,
             truncated_stacks: 0,
+            heap_totals: 1,
+            heap_allocs: 57,
+            heap_frees: 50,
+            heap_in_use_bytes: 1200,
+            heap_peak_bytes: 3100,
         },
         mappings: vec![Mapping {
             start: 0x0800_0000,

@@ -3,18 +3,32 @@
 use proptest::collection::{btree_set, vec};
 use proptest::prelude::*;
 use sampler_core::decoded::{Bucket, Mapping, Snapshot, Stack};
-use sampler_core::{Counters, Cycle};
+use sampler_core::{Counters, Cycle, HeapTotals};
 
 fn counters() -> impl Strategy<Value = Counters> {
-    proptest::array::uniform7(any::<u64>()).prop_map(|c| Counters {
-        samples: c[0],
-        stack_table_full: c[1],
-        bucket_table_full: c[2],
-        live_map_full: c[3],
-        reentrant: c[4],
-        unknown_frees: c[5],
-        truncated_stacks: c[6],
-    })
+    (
+        proptest::array::uniform7(any::<u64>()),
+        proptest::option::of(proptest::array::uniform4(any::<u64>())),
+    )
+        .prop_map(|(c, heap)| {
+            let mut counters = Counters {
+                samples: c[0],
+                stack_table_full: c[1],
+                bucket_table_full: c[2],
+                live_map_full: c[3],
+                reentrant: c[4],
+                unknown_frees: c[5],
+                truncated_stacks: c[6],
+                ..Counters::ZERO
+            };
+            counters.set_heap(heap.map(|h| HeapTotals {
+                allocs: h[0],
+                frees: h[1],
+                in_use_bytes: h[2],
+                peak_bytes: h[3],
+            }));
+            counters
+        })
 }
 
 fn mapping() -> impl Strategy<Value = Mapping> {

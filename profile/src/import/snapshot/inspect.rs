@@ -1,6 +1,7 @@
 //! What a snapshot says about itself: header, table sizes, every drop counter, and
 //! plain-language warnings, so nothing the sampler had to drop goes unnoticed.
 
+use crate::profile::HEAP_COMMENT;
 use sampler_core::decoded::Snapshot;
 use sampler_core::Counters;
 use std::fmt::Write;
@@ -20,6 +21,12 @@ pub fn warnings(s: &Snapshot) -> Vec<String> {
         reentrant,
         unknown_frees,
         truncated_stacks,
+        // The exact heap totals are not drops: `heap_line` shows them.
+        heap_totals: _,
+        heap_allocs: _,
+        heap_frees: _,
+        heap_in_use_bytes: _,
+        heap_peak_bytes: _,
     } = s.counters;
     let mut w = Vec::new();
     let mut add = |n: u64, text: &str| {
@@ -56,12 +63,34 @@ pub fn warnings(s: &Snapshot) -> Vec<String> {
     w
 }
 
-/// The comments a converted profile carries: producer, header fields, counters and
-/// warnings (pprof shows them with `-comments`).
-pub fn comments(s: &Snapshot) -> Vec<String> {
-    let counters: Vec<String> = s
-        .counters
+/// The exact heap totals in one line (`inspect`, and the [`HEAP_COMMENT`] that `top`
+/// and the viewer show), `None` when the snapshot's profiler did not count them: an
+/// absent total is never printed as a zero.
+pub fn heap_line(s: &Snapshot) -> Option<String> {
+    s.counters.heap().map(|h| {
+        format!(
+            "{} bytes in use in {} objects, peak {} bytes; {} allocs, {} frees",
+            h.in_use_bytes,
+            h.in_use_objects(),
+            h.peak_bytes,
+            h.allocs,
+            h.frees
+        )
+    })
+}
+
+/// The drop counters by name: the counter table without the exact heap totals
+/// (`heap_*`, shown by [`heap_line`] when they were counted).
+fn drop_counters(s: &Snapshot) -> impl Iterator<Item = (&'static str, u64)> {
+    s.counters
         .iter()
+        .filter(|(name, _)| !name.starts_with("heap_"))
+}
+
+/// The comments a converted profile carries: producer, header fields, counters, the
+/// exact heap totals when counted, and warnings (pprof shows them with `-comments`).
+pub fn comments(s: &Snapshot) -> Vec<String> {
+    let counters: Vec<String> = drop_counters(s)
         .map(|(name, v)| format!("{name}={v}"))
         .collect();
     let mut v = vec![
@@ -71,6 +100,7 @@ pub fn comments(s: &Snapshot) -> Vec<String> {
         ),
         format!("counters: {}", counters.join(" ")),
     ];
+    v.extend(heap_line(s).map(|h| format!("{HEAP_COMMENT}{h}")));
     v.extend(warnings(s).into_iter().map(|w| format!("warning: {w}")));
     v
 }
@@ -133,13 +163,17 @@ pub fn report(s: &Snapshot, name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) ->
         allocs.saturating_sub(frees),
         ab.saturating_sub(fb)
     );
+    let _ = writeln!(
+        o,
+        "heap (exact)     {}",
+        heap_line(s).unwrap_or_else(|| "not counted (the profiler was built without TOTALS, or its encoder predates the heap totals)".to_owned())
+    );
     let _ = writeln!(o, "counters");
-    let width = Counters::LIST
-        .iter()
-        .map(|c| c.name.len())
+    let width = drop_counters(s)
+        .map(|(name, _)| name.len())
         .max()
         .unwrap_or(0);
-    for (name, v) in s.counters.iter() {
+    for (name, v) in drop_counters(s) {
         let _ = writeln!(o, "  {name:<width$} {v}");
     }
     let w = warnings(s);

@@ -1,6 +1,6 @@
 //! The explicit API for a pool that is not a `GlobalAlloc`: `record_alloc` /
-//! `record_free` with a caller-walked and a caller-supplied stack, counters, cycles,
-//! and a COBS-framed snapshot. Linked only to prove no panic is reachable.
+//! `record_free` with a caller-walked and a caller-supplied stack, counters, exact heap
+//! totals, cycles, and a COBS-framed snapshot. Linked only to prove no panic is reachable.
 #![no_std]
 #![no_main]
 
@@ -11,7 +11,8 @@ use postcard::ser_flavors::Slice;
 use sampler_core::Profiler;
 use sampler_link_test::McuStack;
 
-static POOL: Profiler<16, 128, 16, 16, 16> = Profiler::off();
+// With the exact heap totals on, so their path is linked (and proven panic-free) too.
+static POOL: Profiler<16, 128, 16, 16, 16, true> = Profiler::off();
 
 static mut FRAME: [u8; 1024] = [0; 1024];
 
@@ -27,8 +28,9 @@ fn main() -> ! {
             16,
             &[0x0800_0101usize, 0x0800_0203][..],
         );
-        POOL.record_free(black_box(slot));
+        POOL.record_free(black_box(slot), 32);
         black_box(POOL.counters());
+        black_box(POOL.heap());
         n = n.wrapping_add(1);
         if n % 32 == 0 {
             POOL.advance_cycle();
