@@ -107,8 +107,21 @@ fn accessors() {
 #[test]
 fn empty_and_garbage() {
     assert!(matches!(profile::decode(&[]), Err(ProfileError::Empty)));
+    // Malformed wire bytes: found by the scan, with the byte offset and field path.
     let e = profile::decode(&[0xff, 0xff, 0xff]).unwrap_err();
-    assert!(matches!(e, ProfileError::Protobuf(_)), "{e}");
+    assert!(
+        matches!(e, ProfileError::Wire { offset: 0, .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("at byte 0 (profile)"), "{e}");
+    let mut p = sample_profile().encode_to_vec();
+    let at = p.len();
+    p.extend_from_slice(&[0x12, 0x03, 0x0a, 0x01, 0x80]); // a sample's id cut inside
+    let e = profile::decode(&p).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("at byte {} (sample[2].location_id)", at + 2)),
+        "{e}"
+    );
     // A truncated gzip stream.
     let gz = profile::encode(&sample_profile());
     let e = profile::decode(&gz[..gz.len() / 2]).unwrap_err();
@@ -118,6 +131,8 @@ fn empty_and_garbage() {
 #[test]
 fn gzip_bomb_is_an_error() {
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    // One unknown field 8 MiB long: well-formed, so only the inflated cap stops it.
+    enc.write_all(&[0xa2, 0x06, 0x80, 0x80, 0x80, 0x04]).unwrap();
     let zeros = vec![0u8; 1 << 20];
     for _ in 0..8 {
         enc.write_all(&zeros).unwrap();
