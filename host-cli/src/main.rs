@@ -218,9 +218,12 @@ fn print_top(
 
 /// Reads a path or `-` (stdin) fully, refusing more than `cap` bytes (the limit
 /// `name`): a regular file by its size before reading, anything else (a pipe, a
-/// device such as /dev/zero) by reading at most one byte past the cap, into a buffer
-/// that never grows past that.
-fn read_capped(path: &Path, what: &str, cap: u64, name: &str) -> Result<Vec<u8>> {
+/// device such as /dev/zero) by reading no further than the cap, into a buffer that
+/// never grows past it.
+///
+/// `magic`, when not empty, is what the file must start with (an ELF's `\x7fELF`):
+/// checked on the first bytes read, so a device is refused before it is read far.
+fn read_capped(path: &Path, what: &str, cap: u64, name: &str, magic: &[u8]) -> Result<Vec<u8>> {
     let too_big = |size: String| {
         anyhow::anyhow!(
             "{what} {} is {size} bytes, over the limit {name}={cap}; raise it with --limit {name}=N if the file is trusted",
@@ -238,28 +241,34 @@ fn read_capped(path: &Path, what: &str, cap: u64, name: &str) -> Result<Vec<u8>>
         }
         Box::new(f)
     };
-    let limit = usize::try_from(cap.saturating_add(1)).unwrap_or(usize::MAX);
     let mut v: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
     loop {
-        if v.len() == v.capacity() {
-            // Doubling, but never past one byte over the cap.
-            let more = v.len().clamp(1 << 16, 1 << 28).min(limit - v.len());
-            if more == 0 {
-                return Err(too_big(format!("more than {cap}")));
-            }
-            v.reserve_exact(more);
+        let n = match reader.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).with_context(cannot),
+        };
+        if (v.len() + n) as u64 > cap {
+            return Err(too_big(format!("more than {cap}")));
+        }
+        if v.len() + n > v.capacity() {
+            // Doubling, but never past the cap.
+            let want = (v.len() * 2).max(v.len() + n).max(1 << 16);
+            let cap = usize::try_from(cap).unwrap_or(usize::MAX);
+            v.reserve_exact(want.min(cap) - v.len());
         }
         let len = v.len();
-        let room = (v.capacity() - len).min(limit - len).min(1 << 20);
-        v.resize(len + room, 0);
-        match reader.read(&mut v[len..]) {
-            Ok(0) => {
-                v.truncate(len);
-                return Ok(v);
-            }
-            Ok(n) => v.truncate(len + n),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => v.truncate(len),
-            Err(e) => return Err(e).with_context(cannot),
+        v.extend_from_slice(&buf[..n]);
+        if len < magic.len() && (v.len() >= magic.len() || n == 0) && !v.starts_with(magic) {
+            bail!(
+                "{what} {} is not an {what} file (it starts with {:02x?})",
+                path.display(),
+                &v[..v.len().min(8)]
+            );
+        }
+        if n == 0 {
+            return Ok(v);
         }
     }
 }
@@ -267,7 +276,7 @@ fn read_capped(path: &Path, what: &str, cap: u64, name: &str) -> Result<Vec<u8>>
 /// Reads an input (file or `-`) within the limits: the decoded input and its size
 /// in bytes (what the entry budget of a later conversion is relative to).
 fn read_input(path: &str, limits: &Limits) -> Result<(Input, u64)> {
-    let bytes = read_capped(Path::new(path), "input", limits.input_size, "input-size")?;
+    let bytes = read_capped(Path::new(path), "input", limits.input_size, "input-size", b"")?;
     let i = import::guess_limited(&bytes, limits).with_context(|| path.to_owned())?;
     if let Input::Snapshot {
         bad_frames, frames, ..
@@ -315,7 +324,7 @@ fn symbolized(
 ) -> Result<Profile> {
     let mut elves = Vec::new();
     for path in &sym.elf {
-        let bytes = read_capped(path, "ELF", limits.elf_size, "elf-size")?;
+        let bytes = read_capped(path, "ELF", limits.elf_size, "elf-size", b"\x7fELF")?;
         elves.push(Elf::parse(&path.display().to_string(), &bytes)?);
     }
     let mut load = |name: &str| -> Option<Vec<u8>> {

@@ -143,6 +143,33 @@ pub(crate) struct Scan {
     inflated: bool,
 }
 
+/// A field path (`sample[3].location_id`), spelled out only for an error.
+#[derive(Clone, Copy)]
+struct Path<'a> {
+    parent: Option<&'a Path<'a>>,
+    name: &'static str,
+    index: Option<u64>,
+}
+
+impl std::fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(p) = self.parent {
+            write!(f, "{p}.")?;
+        }
+        f.write_str(self.name)?;
+        match self.index {
+            Some(i) => write!(f, "[{i}]"),
+            None => Ok(()),
+        }
+    }
+}
+
+const ROOT: Path<'static> = Path {
+    parent: None,
+    name: "profile",
+    index: None,
+};
+
 /// The bytes being scanned, for error positions.
 struct Ctx<'a> {
     raw: &'a [u8],
@@ -150,7 +177,7 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn at(&self, offset: usize, path: &str) -> String {
+    fn at(&self, offset: usize, path: &Path<'_>) -> String {
         let of = if self.inflated {
             " of the inflated data"
         } else {
@@ -159,11 +186,11 @@ impl Ctx<'_> {
         format!("byte {offset}{of} ({path})")
     }
 
-    fn wire(&self, offset: usize, path: &str, what: impl Into<String>) -> ProfileError {
+    fn wire(&self, offset: usize, path: &Path<'_>, what: impl Into<String>) -> ProfileError {
         ProfileError::Wire {
             offset,
             inflated: self.inflated,
-            path: path.to_owned(),
+            path: path.to_string(),
             what: what.into(),
         }
     }
@@ -235,16 +262,16 @@ impl Scan {
             return Ok(None);
         }
         let mut pos = start;
-        let (tag, wire) = key(raw, &mut pos).map_err(|e| e.at(&cx, start, "profile", "field key"))?;
+        let (tag, wire) = key(raw, &mut pos).map_err(|e| e.at(&cx, start, &ROOT, "field key"))?;
         let Some(fd) = PROFILE.iter().find(|f| f.tag == tag) else {
-            skip(&cx, &mut pos, tag, wire, "profile", 0)?;
+            skip(&cx, &mut pos, tag, wire, &ROOT, 0)?;
             return Ok(Some(pos));
         };
         let count = &mut self.tables[fd.tag as usize];
-        let path = if fd.repeated && !matches!(fd.kind, Varints) {
-            format!("{}[{}]", fd.name, *count)
-        } else {
-            fd.name.to_owned()
+        let path = Path {
+            parent: None,
+            name: fd.name,
+            index: (fd.repeated && !matches!(fd.kind, Varints)).then_some(*count),
         };
         value(&cx, &mut self.budget, &mut pos, start, wire, fd, &path, 0, count)?;
         Ok(Some(pos))
@@ -285,7 +312,7 @@ fn value(
     at: usize,
     wire: u8,
     fd: &Field,
-    path: &str,
+    path: &Path<'_>,
     depth: u32,
     count: &mut u64,
 ) -> Result<(), ProfileError> {
@@ -356,7 +383,7 @@ fn message(
     start: usize,
     len: usize,
     fields: &'static [Field],
-    path: &str,
+    path: &Path<'_>,
     depth: u32,
 ) -> Result<(), ProfileError> {
     let sub = Ctx {
@@ -374,10 +401,10 @@ fn message(
             continue;
         };
         let fd = &fields[i];
-        let sub_path = if fd.repeated && matches!(fd.kind, Msg(_)) {
-            format!("{path}.{}[{}]", fd.name, counts[i])
-        } else {
-            format!("{path}.{}", fd.name)
+        let sub_path = Path {
+            parent: Some(path),
+            name: fd.name,
+            index: (fd.repeated && matches!(fd.kind, Msg(_))).then_some(counts[i]),
         };
         value(&sub, budget, &mut pos, at, wire, fd, &sub_path, depth, &mut counts[i])?;
     }
@@ -390,7 +417,7 @@ fn skip(
     pos: &mut usize,
     tag: u32,
     wire: u8,
-    path: &str,
+    path: &Path<'_>,
     depth: u32,
 ) -> Result<(), ProfileError> {
     let at = *pos;
@@ -451,7 +478,7 @@ enum Bad {
 }
 
 impl Bad {
-    fn at(self, cx: &Ctx<'_>, offset: usize, path: &str, what: &str) -> ProfileError {
+    fn at(self, cx: &Ctx<'_>, offset: usize, path: &Path<'_>, what: &str) -> ProfileError {
         match self {
             Bad::Short => cx.wire(
                 offset,
@@ -499,7 +526,7 @@ fn varint(raw: &[u8], pos: &mut usize) -> Result<u64, Bad> {
 }
 
 /// A length-delimited body.
-fn bytes<'a>(cx: &Ctx<'a>, pos: &mut usize, path: &str) -> Result<&'a [u8], ProfileError> {
+fn bytes<'a>(cx: &Ctx<'a>, pos: &mut usize, path: &Path<'_>) -> Result<&'a [u8], ProfileError> {
     let at = *pos;
     let n = varint(cx.raw, pos).map_err(|e| e.at(cx, at, path, "length"))?;
     let left = (cx.raw.len() - *pos) as u64;
@@ -516,7 +543,7 @@ fn bytes<'a>(cx: &Ctx<'a>, pos: &mut usize, path: &str) -> Result<&'a [u8], Prof
 }
 
 /// The number of varints in a packed body, each checked.
-fn packed(cx: &Ctx<'_>, body: &[u8], at: usize, path: &str) -> Result<u64, ProfileError> {
+fn packed(cx: &Ctx<'_>, body: &[u8], at: usize, path: &Path<'_>) -> Result<u64, ProfileError> {
     let mut n = 0u64;
     let mut run = 0u32;
     for &b in body {
