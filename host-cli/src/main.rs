@@ -222,7 +222,8 @@ fn print_top(
 /// never grows past it.
 ///
 /// `magic`, when not empty, is what the file must start with (an ELF's `\x7fELF`):
-/// checked on the first bytes read, so a device is refused before it is read far.
+/// checked on the first bytes read; without it only those are returned (for the
+/// parser's message), so a device is never read far.
 fn read_capped(path: &Path, what: &str, cap: u64, name: &str, magic: &[u8]) -> Result<Vec<u8>> {
     let too_big = |size: String| {
         anyhow::anyhow!(
@@ -230,7 +231,10 @@ fn read_capped(path: &Path, what: &str, cap: u64, name: &str, magic: &[u8]) -> R
             path.display()
         )
     };
-    let cannot = || format!("cannot read {}", path.display());
+    let cannot = || match what {
+        "input" => format!("cannot read {}", path.display()),
+        _ => format!("cannot read {what} {}", path.display()),
+    };
     let mut reader: Box<dyn Read> = if path == Path::new("-") {
         Box::new(std::io::stdin().lock())
     } else {
@@ -261,11 +265,9 @@ fn read_capped(path: &Path, what: &str, cap: u64, name: &str, magic: &[u8]) -> R
         let len = v.len();
         v.extend_from_slice(&buf[..n]);
         if len < magic.len() && (v.len() >= magic.len() || n == 0) && !v.starts_with(magic) {
-            bail!(
-                "{what} {} is not an {what} file (it starts with {:02x?})",
-                path.display(),
-                &v[..v.len().min(8)]
-            );
+            // Not that kind of file: its first bytes are enough for the parser to say
+            // what it is instead, and the rest is not read.
+            return Ok(v);
         }
         if n == 0 {
             return Ok(v);
