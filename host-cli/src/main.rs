@@ -278,7 +278,13 @@ fn read_capped(path: &Path, what: &str, cap: u64, name: &str, magic: &[u8]) -> R
 /// Reads an input (file or `-`) within the limits: the decoded input and its size
 /// in bytes (what the entry budget of a later conversion is relative to).
 fn read_input(path: &str, limits: &Limits) -> Result<(Input, u64)> {
-    let bytes = read_capped(Path::new(path), "input", limits.input_size, "input-size", b"")?;
+    let bytes = read_capped(
+        Path::new(path),
+        "input",
+        limits.input_size,
+        "input-size",
+        b"",
+    )?;
     let i = import::guess_limited(&bytes, limits).with_context(|| path.to_owned())?;
     if let Input::Snapshot {
         bad_frames, frames, ..
@@ -309,8 +315,9 @@ fn print_warnings(path: &str, p: &Profile) {
 
 fn read_profile(path: &str, sym: &SymArgs, limits: &Limits) -> Result<Profile> {
     match read_input(path, limits)? {
-        (Input::Snapshot { snapshot, .. }, len) => symbolized(&snapshot, len, sym, limits)
-            .with_context(|| path.to_owned()),
+        (Input::Snapshot { snapshot, .. }, len) => {
+            symbolized(&snapshot, len, sym, limits).with_context(|| path.to_owned())
+        }
         (Input::Profile(p), _) => Ok(p),
     }
 }
@@ -318,12 +325,7 @@ fn read_profile(path: &str, sym: &SymArgs, limits: &Limits) -> Result<Profile> {
 /// Converts a snapshot with the ELFs given (and, unless `--no-local`, mapped files found
 /// on this machine), with a progress bar when stderr is a terminal; what it builds is
 /// counted against the limits for an input of `input_len` bytes.
-fn symbolized(
-    snap: &Snapshot,
-    input_len: u64,
-    sym: &SymArgs,
-    limits: &Limits,
-) -> Result<Profile> {
+fn symbolized(snap: &Snapshot, input_len: u64, sym: &SymArgs, limits: &Limits) -> Result<Profile> {
     let mut elves = Vec::new();
     for path in &sym.elf {
         let bytes = read_capped(path, "ELF", limits.elf_size, "elf-size", b"\x7fELF")?;

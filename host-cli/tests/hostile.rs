@@ -57,7 +57,11 @@ fn path(p: &Path) -> &str {
 fn a_good_input_runs_under_the_same_memory_limit() {
     let f = write("good.snap", &gen::good_snapshot());
     let out = heapsnap(&["top", path(&f)]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("Showing nodes accounting for 16B"));
 }
 
@@ -122,7 +126,11 @@ fn many_buckets_on_one_deep_stack_stop_at_the_entry_budget() {
     let f = write("shared.snap", &snap);
     fails_with(
         &heapsnap(&["top", path(&f)]),
-        &["too many decoded entries", "entries-per-byte=8", "at bucket "],
+        &[
+            "too many decoded entries",
+            "entries-per-byte=8",
+            "at bucket ",
+        ],
     );
 }
 

@@ -57,11 +57,20 @@ pub const LIMIT_NAMES: &[(&str, &str)] = &[
     ("input-size", "bytes of an input file"),
     ("elf-size", "bytes of an ELF file read for symbols"),
     ("inflated-size", "bytes a gzipped profile inflates to"),
-    ("entries-base", "decoded entries allowed whatever the input size"),
+    (
+        "entries-base",
+        "decoded entries allowed whatever the input size",
+    ),
     ("entries-per-byte", "decoded entries allowed per input byte"),
     ("stack-depth", "frames of one stack"),
-    ("table-entries", "entries of one table (samples, locations, …)"),
-    ("lines-per-location", "lines (inlined frames) of one location"),
+    (
+        "table-entries",
+        "entries of one table (samples, locations, …)",
+    ),
+    (
+        "lines-per-location",
+        "lines (inlined frames) of one location",
+    ),
     ("labels-per-sample", "labels of one sample"),
 ];
 
@@ -110,8 +119,9 @@ impl Limits {
         let (name, value) = assignment
             .split_once('=')
             .ok_or_else(|| format!("`{assignment}`: expected NAME=N (names: {})", names()))?;
-        let value = parse_size(value.trim())
-            .ok_or_else(|| format!("`{value}` is not a number (e.g. 100000, 64K, 512M, 2G, none)"))?;
+        let value = parse_size(value.trim()).ok_or_else(|| {
+            format!("`{value}` is not a number (e.g. 100000, 64K, 512M, 2G, none)")
+        })?;
         let slot = self
             .slot(name.trim())
             .ok_or_else(|| format!("unknown limit `{name}` (names: {})", names()))?;

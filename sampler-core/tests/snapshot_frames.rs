@@ -196,10 +196,18 @@ fn frame_errors_are_at_capture_offsets() {
     // A frame that is not COBS at all: the frame's offset in the capture.
     let mut bad = banner.to_vec();
     bad.extend_from_slice(&[0x09, b'a', 0x00]);
-    let e = decode_frames(&bad).frames.last().unwrap().result.clone().unwrap_err();
+    let e = decode_frames(&bad)
+        .frames
+        .last()
+        .unwrap()
+        .result
+        .clone()
+        .unwrap_err();
     assert!(
-        e.to_string()
-            .contains(&format!("bad serial frame at byte {} of the capture", banner.len())),
+        e.to_string().contains(&format!(
+            "bad serial frame at byte {} of the capture",
+            banner.len()
+        )),
         "{e}"
     );
 }

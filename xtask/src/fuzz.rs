@@ -55,7 +55,11 @@ pub fn fuzz_smoke() -> Res {
         // a single allocation beyond this from a fuzz-sized input is amplification, a bug.
         c.arg(format!(
             "-malloc_limit_mb={}",
-            if t.starts_with("snapshot") { 64 } else { MALLOC_LIMIT_MB }
+            if t.starts_with("snapshot") {
+                64
+            } else {
+                MALLOC_LIMIT_MB
+            }
         ));
         if let Err(e) = tools::run(&mut c) {
             eprintln!("    fuzz target `{t}` failed: {e} (reproducer under fuzz/artifacts/{t}/)");

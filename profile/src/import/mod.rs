@@ -19,7 +19,8 @@ use sampler_core::decoded::Snapshot;
 #[cfg(feature = "snapshot")]
 pub use snapshot::{
     bucket_values, comments, hex, inspect_report, mapping_index, scale_heap_sample, site,
-    snapshot_mappings, to_profile, to_profile_limited, warnings, NoSymbols, Resolved, SymFrame, Symbols, SAMPLE_TYPES,
+    snapshot_mappings, to_profile, to_profile_limited, warnings, NoSymbols, Resolved, SymFrame,
+    Symbols, SAMPLE_TYPES,
 };
 
 /// A decoded input file.

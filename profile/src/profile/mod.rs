@@ -14,15 +14,15 @@ mod validate;
 pub use builder::{Builder, MappingFlags};
 #[cfg(feature = "gzip")]
 pub use codec::encode;
+pub(crate) use codec::scanned;
 pub use codec::{
     decode, decode_limited, decode_with_limit, inflate, is_gzip, DEFAULT_MAX_INFLATED,
 };
-pub(crate) use scan::Scan;
-pub(crate) use codec::scanned;
 pub use error::{Invalid, ProfileError};
 pub(crate) use ids::{IdIndex, IdProblem};
 pub use merge::{diff, merge, DIFF_BASE_LABEL};
 pub use proto::*;
+pub(crate) use scan::Scan;
 
 impl Profile {
     /// The string at a string-table index; "" when out of range (a validated profile

@@ -273,7 +273,17 @@ impl Scan {
             name: fd.name,
             index: (fd.repeated && !matches!(fd.kind, Varints)).then_some(*count),
         };
-        value(&cx, &mut self.budget, &mut pos, start, wire, fd, &path, 0, count)?;
+        value(
+            &cx,
+            &mut self.budget,
+            &mut pos,
+            start,
+            wire,
+            fd,
+            &path,
+            0,
+            count,
+        )?;
         Ok(Some(pos))
     }
 }
@@ -294,6 +304,8 @@ fn complete(b: &[u8]) -> bool {
                     Ok(n) => n <= (rest.len() - p) as u64,
                     Err(e) => !matches!(e, Bad::Short),
                 },
+                // A group's end is known only by scanning it: wait for the input's end.
+                3 => false,
                 _ => true,
             }
         }
@@ -331,7 +343,8 @@ fn value(
         }
         (Str, 2) => {
             let body = bytes(cx, pos, path)?;
-            std::str::from_utf8(body).map_err(|_| cx.wire(at, path, "string is not valid UTF-8"))?;
+            std::str::from_utf8(body)
+                .map_err(|_| cx.wire(at, path, "string is not valid UTF-8"))?;
             1
         }
         (Msg(fields), 2) => {
@@ -406,7 +419,17 @@ fn message(
             name: fd.name,
             index: (fd.repeated && matches!(fd.kind, Msg(_))).then_some(counts[i]),
         };
-        value(&sub, budget, &mut pos, at, wire, fd, &sub_path, depth, &mut counts[i])?;
+        value(
+            &sub,
+            budget,
+            &mut pos,
+            at,
+            wire,
+            fd,
+            &sub_path,
+            depth,
+            &mut counts[i],
+        )?;
     }
     Ok(())
 }

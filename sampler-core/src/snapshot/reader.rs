@@ -75,7 +75,10 @@ impl fmt::Display for DecodeError {
                 write!(f, "snapshot format version {found} is not supported (this reader reads version {supported}): {hint}")
             }
             DecodeError::BadFrame { offset, what } => {
-                write!(f, "bad serial frame at byte {offset} of the capture: {what}")
+                write!(
+                    f,
+                    "bad serial frame at byte {offset} of the capture: {what}"
+                )
             }
         }
     }

@@ -6,8 +6,8 @@ pub mod inspect;
 pub mod site;
 
 pub use convert::{
-    bucket_values, hex, mapping_index, scale_heap_sample, snapshot_mappings, to_profile, to_profile_limited, NoSymbols,
-    Resolved, SymFrame, Symbols, SAMPLE_TYPES,
+    bucket_values, hex, mapping_index, scale_heap_sample, snapshot_mappings, to_profile,
+    to_profile_limited, NoSymbols, Resolved, SymFrame, Symbols, SAMPLE_TYPES,
 };
 pub use inspect::{comments, report as inspect_report, warnings};
 
