@@ -277,7 +277,11 @@ fn limits_name_the_limit_count_and_field() {
     let deepest = p.sample.iter().map(|s| s.location_id.len()).max().unwrap() as u64;
     let lines = p.location.iter().map(|l| l.line.len()).max().unwrap() as u64;
     let cases = [
-        ("stack-depth", deepest - 1, "location ids in one sample's stack"),
+        (
+            "stack-depth",
+            deepest - 1,
+            "location ids in one sample's stack",
+        ),
         ("lines-per-location", lines - 1, "lines in one location"),
         ("table-entries", 1, "entries in one table"),
         ("entries-per-byte", 0, "decoded entries"),
@@ -298,6 +302,9 @@ fn limits_name_the_limit_count_and_field() {
             assert!(e.contains(&format!("--limit {name}=N")), "{name}: {e}");
             assert!(e.contains(" at byte "), "{name}: {e}");
         }
-        assert_eq!(profile::decode_limited(&bytes, &Limits::unlimited()).unwrap(), p);
+        assert_eq!(
+            profile::decode_limited(&bytes, &Limits::unlimited()).unwrap(),
+            p
+        );
     }
 }
