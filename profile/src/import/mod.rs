@@ -75,7 +75,7 @@ pub enum InputError {
     },
     /// Over a resource limit (see [`crate::limits`]).
     #[error(transparent)]
-    Limit(#[from] LimitError),
+    Limit(Box<LimitError>),
     /// An ELF file where a profile or snapshot was expected.
     #[error("this is an ELF file (a program or firmware image), not a profile or snapshot: give it with --elf, and the snapshot or profile as the input")]
     Elf,
@@ -138,4 +138,10 @@ pub fn guess_limited(bytes: &[u8], limits: &Limits) -> Result<Input, InputError>
 /// The name of the format [`guess`] would read `bytes` as.
 pub fn guess_format(bytes: &[u8]) -> Option<&'static str> {
     FORMATS.iter().find(|f| (f.sniff)(bytes)).map(|f| f.name)
+}
+
+impl From<LimitError> for InputError {
+    fn from(e: LimitError) -> Self {
+        InputError::Limit(Box::new(e))
+    }
 }

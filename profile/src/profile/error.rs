@@ -36,7 +36,7 @@ pub enum ProfileError {
     },
     /// The profile is over a resource limit (see [`crate::limits`]).
     #[error(transparent)]
-    Limit(#[from] crate::limits::LimitError),
+    Limit(Box<crate::limits::LimitError>),
     /// The (inflated) bytes are not a `profile.proto` message.
     #[error("not a pprof protobuf: {0}")]
     Protobuf(#[from] prost::DecodeError),
@@ -125,4 +125,10 @@ pub enum Invalid {
         /// Length of the string table.
         len: usize,
     },
+}
+
+impl From<crate::limits::LimitError> for ProfileError {
+    fn from(e: crate::limits::LimitError) -> Self {
+        ProfileError::Limit(Box::new(e))
+    }
 }
