@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use heapsnap_profile::analysis::{self, Filter};
 use heapsnap_profile::export;
 use heapsnap_profile::import::{self, Input, Symbols};
+use heapsnap_profile::limits::{Budget, Limits};
 use heapsnap_profile::profile::{self, Profile};
 use heapsnap_symbolize::{Elf, Resolver};
 use host_cli::files::{self, Input as In};
@@ -28,6 +29,12 @@ use std::time::Duration;
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// Raise (or lower) a resource limit, NAME=N (repeatable; N may end in K, M, G, or
+    /// be `none`): input-size, elf-size, inflated-size, entries-base, entries-per-byte,
+    /// stack-depth, table-entries, lines-per-location, labels-per-sample. See
+    /// docs/resource-limits.md.
+    #[arg(long = "limit", value_name = "NAME=N", global = true)]
+    limits: Vec<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -154,6 +161,11 @@ fn main() {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    let mut limits = Limits::default();
+    for l in &cli.limits {
+        limits.set(l).map_err(|e| anyhow::anyhow!("--limit {e}"))?;
+    }
+    let limits = &limits;
     match cli.cmd {
         Cmd::Convert {
             snapshot,
@@ -163,8 +175,8 @@ fn run(cli: Cli) -> Result<()> {
             sample_index,
         } => {
             check_output(output.as_deref(), &[&snapshot], &sym)?;
-            let snap = read_snapshot(&snapshot)?;
-            let p = symbolized(&snap, &sym)?;
+            let (snap, len) = read_snapshot(&snapshot, limits)?;
+            let p = symbolized(&snap, len, &sym, limits)?;
             let bytes = match format {
                 Format::Pprof => profile::encode(&p),
                 Format::Folded => {
@@ -182,7 +194,7 @@ fn run(cli: Cli) -> Result<()> {
             sample_index,
             nodecount,
         } => {
-            let p = read_profile(&file, &sym)?;
+            let p = read_profile(&file, &sym, limits)?;
             print_top(&p, sample_index.as_deref(), nodecount, false)
                 .with_context(|| file.clone())?;
             print_warnings(&file, &p);
@@ -197,8 +209,8 @@ fn run(cli: Cli) -> Result<()> {
             nodecount,
         } => {
             check_output(output.as_deref(), &[&base, &new], &sym)?;
-            let b = read_profile(&base, &sym).with_context(|| format!("base {base}"))?;
-            let n = read_profile(&new, &sym).with_context(|| format!("new {new}"))?;
+            let b = read_profile(&base, &sym, limits).with_context(|| format!("base {base}"))?;
+            let n = read_profile(&new, &sym, limits).with_context(|| format!("new {new}"))?;
             let d = profile::diff(&b, &n)
                 .with_context(|| format!("cannot compare base {base} with new {new}"))?;
             match output {
@@ -211,7 +223,7 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Cmd::Inspect { snapshot } => {
-            let snap = read_snapshot(&snapshot)?;
+            let (snap, _) = read_snapshot(&snapshot, limits)?;
             write_out(
                 None,
                 import::inspect_report(&snap, &printable).as_bytes(),
@@ -343,21 +355,76 @@ fn print_top(
     write_out(None, text.as_bytes(), false)
 }
 
-/// Reads a path or `-` (stdin) fully.
-fn read_bytes(path: &str) -> Result<Vec<u8>> {
-    if path == "-" {
-        let mut v = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut v)
-            .context("reading stdin")?;
-        return Ok(v);
+/// Reads a path or `-` (stdin) fully, refusing more than `cap` bytes (the limit
+/// `name`): a regular file by its size before reading, anything else (a pipe, a
+/// device such as /dev/zero) by reading no further than the cap, into a buffer that
+/// never grows past it.
+///
+/// `magic`, when not empty, is what the file must start with (an ELF's `\x7fELF`):
+/// checked on the first bytes read; without it only those are returned (for the
+/// parser's message), so a device is never read far.
+fn read_capped(path: &Path, what: &str, cap: u64, name: &str, magic: &[u8]) -> Result<Vec<u8>> {
+    let too_big = |size: String| {
+        anyhow::anyhow!(
+            "{what} {} is {size} bytes, over the limit {name}={cap}; raise it with --limit {name}=N if the file is trusted",
+            path.display()
+        )
+    };
+    let cannot = || match what {
+        "input" => format!("cannot read {}", path.display()),
+        _ => format!("cannot read {what} {}", path.display()),
+    };
+    let mut reader: Box<dyn Read> = if path == Path::new("-") {
+        Box::new(std::io::stdin().lock())
+    } else {
+        let f = std::fs::File::open(path).with_context(cannot)?;
+        let meta = f.metadata().with_context(cannot)?;
+        if meta.is_file() && meta.len() > cap {
+            return Err(too_big(meta.len().to_string()));
+        }
+        Box::new(f)
+    };
+    let mut v: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).with_context(cannot),
+        };
+        if (v.len() + n) as u64 > cap {
+            return Err(too_big(format!("more than {cap}")));
+        }
+        if v.len() + n > v.capacity() {
+            // Doubling, but never past the cap.
+            let want = (v.len() * 2).max(v.len() + n).max(1 << 16);
+            let cap = usize::try_from(cap).unwrap_or(usize::MAX);
+            v.reserve_exact(want.min(cap) - v.len());
+        }
+        let len = v.len();
+        v.extend_from_slice(&buf[..n]);
+        if len < magic.len() && (v.len() >= magic.len() || n == 0) && !v.starts_with(magic) {
+            // Not that kind of file: its first bytes are enough for the parser to say
+            // what it is instead, and the rest is not read.
+            return Ok(v);
+        }
+        if n == 0 {
+            return Ok(v);
+        }
     }
-    std::fs::read(path).with_context(|| format!("cannot read {path}"))
 }
 
-fn read_input(path: &str) -> Result<Input> {
-    let bytes = read_bytes(path)?;
-    let i = import::guess(&bytes).with_context(|| path.to_owned())?;
+/// Reads an input (file or `-`) within the limits: the decoded input and its size
+/// in bytes (what the entry budget of a later conversion is relative to).
+fn read_input(path: &str, limits: &Limits) -> Result<(Input, u64)> {
+    let bytes = read_capped(
+        Path::new(path),
+        "input",
+        limits.input_size,
+        "input-size",
+        b"",
+    )?;
+    let i = import::guess_limited(&bytes, limits).with_context(|| path.to_owned())?;
     if let Input::Snapshot {
         bad_frames, frames, ..
     } = &i
@@ -366,13 +433,13 @@ fn read_input(path: &str) -> Result<Input> {
             warn(&format!("{path}: serial capture with {frames} frame(s), {bad_frames} bad; using the last good snapshot"));
         }
     }
-    Ok(i)
+    Ok((i, bytes.len() as u64))
 }
 
-fn read_snapshot(path: &str) -> Result<Snapshot> {
-    match read_input(path)? {
-        Input::Snapshot { snapshot, .. } => Ok(snapshot),
-        Input::Profile(_) => bail!("{path} is a pprof profile, not a snapshot"),
+fn read_snapshot(path: &str, limits: &Limits) -> Result<(Snapshot, u64)> {
+    match read_input(path, limits)? {
+        (Input::Snapshot { snapshot, .. }, len) => Ok((snapshot, len)),
+        (Input::Profile(_), _) => bail!("{path} is a pprof profile, not a snapshot"),
     }
 }
 
@@ -390,10 +457,12 @@ fn warn(msg: &str) {
     eprintln!("heapsnap: {}", printable(msg));
 }
 
-fn read_profile(path: &str, sym: &SymArgs) -> Result<Profile> {
-    match read_input(path)? {
-        Input::Snapshot { snapshot, .. } => symbolized(&snapshot, sym),
-        Input::Profile(p) => {
+fn read_profile(path: &str, sym: &SymArgs, limits: &Limits) -> Result<Profile> {
+    match read_input(path, limits)? {
+        (Input::Snapshot { snapshot, .. }, len) => {
+            symbolized(&snapshot, len, sym, limits).with_context(|| path.to_owned())
+        }
+        (Input::Profile(p), _) => {
             if !sym.elf.is_empty() {
                 warn(&format!("{path}: warning: --elf not used: this is a pprof profile, which carries the symbols it was written with; --elf symbolizes snapshots"));
             }
@@ -420,12 +489,12 @@ fn check_output(out: Option<&Path>, inputs: &[&str], sym: &SymArgs) -> Result<()
 }
 
 /// Converts a snapshot with the ELFs given (and, unless `--no-local`, mapped files found
-/// on this machine), with a progress bar when stderr is a terminal.
-fn symbolized(snap: &Snapshot, sym: &SymArgs) -> Result<Profile> {
+/// on this machine), with a progress bar when stderr is a terminal; what it builds is
+/// counted against the limits for an input of `input_len` bytes.
+fn symbolized(snap: &Snapshot, input_len: u64, sym: &SymArgs, limits: &Limits) -> Result<Profile> {
     let mut elves = Vec::new();
     for path in &sym.elf {
-        let bytes =
-            std::fs::read(path).with_context(|| format!("cannot read ELF {}", path.display()))?;
+        let bytes = read_capped(path, "ELF", limits.elf_size, "elf-size", b"\x7fELF")?;
         elves.push(Elf::parse(&path.display().to_string(), &bytes)?);
     }
     let mut load = files::read_mapped;
@@ -451,11 +520,17 @@ fn symbolized(snap: &Snapshot, sym: &SymArgs) -> Result<Profile> {
             b.set_position(done);
         }
     };
-    let p = import::to_profile(snap, &mut resolver as &mut dyn Symbols, &mut progress);
+    let mut budget = Budget::new(limits, input_len);
+    let p = import::to_profile_limited(
+        snap,
+        &mut resolver as &mut dyn Symbols,
+        &mut progress,
+        &mut budget,
+    );
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    Ok(p)
+    Ok(p?)
 }
 
 /// Writes data to `-o FILE` (whole or not at all, see [`files::write_atomic`]) or

@@ -32,6 +32,7 @@
 pub mod analysis;
 pub mod export;
 pub mod import;
+pub mod limits;
 mod order;
 pub mod profile;
 

@@ -107,8 +107,18 @@ fn accessors() {
 #[test]
 fn empty_and_garbage() {
     assert!(matches!(profile::decode(&[]), Err(ProfileError::Empty)));
+    // Malformed wire bytes: found by the scan, with the byte offset and field path.
     let e = profile::decode(&[0xff, 0xff, 0xff]).unwrap_err();
-    assert!(matches!(e, ProfileError::Protobuf(_)), "{e}");
+    assert!(matches!(e, ProfileError::Wire { offset: 0, .. }), "{e}");
+    assert!(e.to_string().contains("at byte 0 (profile)"), "{e}");
+    let mut p = sample_profile().encode_to_vec();
+    let at = p.len();
+    p.extend_from_slice(&[0x12, 0x03, 0x0a, 0x01, 0x80]); // a sample's id cut inside
+    let e = profile::decode(&p).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("at byte {} (sample[2].location_id)", at + 2)),
+        "{e}"
+    );
     // A truncated gzip stream.
     let gz = profile::encode(&sample_profile());
     let e = profile::decode(&gz[..gz.len() / 2]).unwrap_err();
@@ -118,6 +128,9 @@ fn empty_and_garbage() {
 #[test]
 fn gzip_bomb_is_an_error() {
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    // One unknown field 8 MiB long: well-formed, so only the inflated cap stops it.
+    enc.write_all(&[0xa2, 0x06, 0x80, 0x80, 0x80, 0x04])
+        .unwrap();
     let zeros = vec![0u8; 1 << 20];
     for _ in 0..8 {
         enc.write_all(&zeros).unwrap();
@@ -251,4 +264,47 @@ fn diff_is_new_minus_base_with_pprof_base_label() {
         profile::diff(&base, &other),
         Err(ProfileError::Incompatible(_))
     ));
+}
+
+/// Each per-item limit stops the decode with its name, the count and the field, in
+/// the full decoder and the viewer's compact one alike; raised, the profile decodes.
+#[test]
+fn limits_name_the_limit_count_and_field() {
+    use heapsnap_profile::analysis::decode_compact_limited;
+    use heapsnap_profile::limits::Limits;
+    let p = sample_profile();
+    let bytes = p.encode_to_vec();
+    let deepest = p.sample.iter().map(|s| s.location_id.len()).max().unwrap() as u64;
+    let lines = p.location.iter().map(|l| l.line.len()).max().unwrap() as u64;
+    let cases = [
+        (
+            "stack-depth",
+            deepest - 1,
+            "location ids in one sample's stack",
+        ),
+        ("lines-per-location", lines - 1, "lines in one location"),
+        ("table-entries", 1, "entries in one table"),
+        ("entries-per-byte", 0, "decoded entries"),
+    ];
+    for (name, value, what) in cases {
+        let mut limits = Limits::default();
+        limits.set(&format!("{name}={value}")).unwrap();
+        if name == "entries-per-byte" {
+            limits.set("entries-base=3").unwrap();
+        }
+        for e in [
+            profile::decode_limited(&bytes, &limits).unwrap_err(),
+            decode_compact_limited(&bytes, &limits).unwrap_err(),
+        ] {
+            assert!(matches!(e, ProfileError::Limit(_)), "{name}: {e}");
+            let e = e.to_string();
+            assert!(e.contains(&format!("too many {what}")), "{name}: {e}");
+            assert!(e.contains(&format!("--limit {name}=N")), "{name}: {e}");
+            assert!(e.contains(" at byte "), "{name}: {e}");
+        }
+        assert_eq!(
+            profile::decode_limited(&bytes, &Limits::unlimited()).unwrap(),
+            p
+        );
+    }
 }

@@ -158,3 +158,56 @@ fn capture_full_of_magics_stays_linear() {
     assert_eq!(c.bad_count(), 50_000);
     assert!(c.frames.iter().all(|f| f.len == unit.len()));
 }
+
+/// Errors in a frame of a capture give offsets in the capture file, not in the frame:
+/// a CRC stored wrong is reported at the encoded CRC's first byte, after a banner.
+#[test]
+fn frame_errors_are_at_capture_offsets() {
+    let s = snapshot_common::small();
+    let mut raw = s.encode().unwrap();
+    let n = raw.len();
+    raw[n - 4..].copy_from_slice(&0x1122_3344u32.to_le_bytes()); // no zero byte
+    let banner = b"boot: hello\r\n\x00";
+    let frame = cobs_reference(&raw);
+    let mut cap = banner.to_vec();
+    cap.extend_from_slice(&frame);
+    let c = decode_frames(&cap);
+    let f = c.frames.last().unwrap();
+    assert_eq!(f.offset, banner.len());
+    // The last block's data bytes are the decoded bytes verbatim: the CRC is the four
+    // bytes before the delimiter.
+    let crc_at = cap.len() - 1 - 4;
+    assert_eq!(&cap[crc_at..crc_at + 4], &0x1122_3344u32.to_le_bytes());
+    match &f.result {
+        Err(DecodeError::BadCrc { offset, .. }) => assert_eq!(*offset, crc_at),
+        other => panic!("{other:?}"),
+    }
+    // A frame cut after the magic: the end of its first block, in the capture.
+    let mut cut = banner.to_vec();
+    cut.extend_from_slice(&[0x05, b'H', b'S', b'N', b'P', 0x00]);
+    let c = decode_frames(&cut);
+    assert_eq!(
+        c.frames.last().unwrap().result,
+        Err(DecodeError::UnexpectedEof {
+            offset: banner.len() + 5,
+            needed: 2
+        })
+    );
+    // A frame that is not COBS at all: the frame's offset in the capture.
+    let mut bad = banner.to_vec();
+    bad.extend_from_slice(&[0x09, b'a', 0x00]);
+    let e = decode_frames(&bad)
+        .frames
+        .last()
+        .unwrap()
+        .result
+        .clone()
+        .unwrap_err();
+    assert!(
+        e.to_string().contains(&format!(
+            "bad serial frame at byte {} of the capture",
+            banner.len()
+        )),
+        "{e}"
+    );
+}

@@ -5,6 +5,7 @@
 use crate::perf::mark;
 use crate::state::{Action, Slot};
 use heapsnap_profile::analysis::{decode_compact, CompactDecoder};
+use heapsnap_profile::limits::Limits;
 use heapsnap_profile::profile::{self, Profile, ProfileError};
 use js_sys::Uint8Array;
 use wasm_bindgen::JsCast;
@@ -208,7 +209,8 @@ async fn decode_blob(blob: &web_sys::Blob) -> Result<Result<Profile, ProfileErro
 /// `None`: not decodable this way (see [`decode_blob`]).
 async fn stream_decode(blob: &web_sys::Blob) -> Option<Profile> {
     let (stream, _) = open(blob, true).await.ok()?;
-    let mut decoder = CompactDecoder::new();
+    // Counted against the limits for the file's own size, as the CLI counts.
+    let mut decoder = CompactDecoder::with_limits(&Limits::default(), blob.size() as u64);
     let mut total = 0usize;
     // Past the cap (a gzip bomb) or undecodable here: the whole-file decoder reports it.
     let ended = pump(stream, &mut |piece| {

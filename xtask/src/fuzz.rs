@@ -12,6 +12,15 @@ const CARGO_FUZZ_VERSION: &str = "0.13.2";
 /// format, short enough for the CI budget (targets × this, plus one build).
 const SECONDS_PER_TARGET: u32 = 20;
 
+/// Peak memory of a fuzz run: the entry budget of a fuzz-sized input (`entries-base`,
+/// about 100 MB of model at most) and the 8 MiB inflate cap the targets use, with room
+/// for AddressSanitizer's own; more is an input that amplifies.
+const RSS_LIMIT_MB: u32 = 1024;
+
+/// Largest single allocation for the pprof and import targets (the snapshot decoder's
+/// targets keep 64 MiB: it bounds every allocation by the bytes that remain).
+const MALLOC_LIMIT_MB: u32 = 256;
+
 /// Every cargo-fuzz target for a short bounded time.
 pub fn fuzz_smoke() -> Res {
     tools::ensure_nightly("cargo fuzz", &[], &[])?;
@@ -39,14 +48,19 @@ pub fn fuzz_smoke() -> Res {
         let mut c = tools::nightly_cargo(&dir);
         c.args(["fuzz", "run", t]).arg(&corpus).arg("--").args([
             format!("-max_total_time={SECONDS_PER_TARGET}"),
-            "-rss_limit_mb=2048".into(),
+            format!("-rss_limit_mb={RSS_LIMIT_MB}"),
             "-print_final_stats=1".into(),
         ]);
-        if t.starts_with("snapshot") {
-            // The snapshot decoder bounds every allocation by its input size: a single
-            // allocation beyond this is a bug, not a big input.
-            c.arg("-malloc_limit_mb=64");
-        }
+        // Every decoder bounds what it builds by its input's size (docs/resource-limits.md):
+        // a single allocation beyond this from a fuzz-sized input is amplification, a bug.
+        c.arg(format!(
+            "-malloc_limit_mb={}",
+            if t.starts_with("snapshot") {
+                64
+            } else {
+                MALLOC_LIMIT_MB
+            }
+        ));
         if let Err(e) = tools::run(&mut c) {
             eprintln!("    fuzz target `{t}` failed: {e} (reproducer under fuzz/artifacts/{t}/)");
             failed.push(*t);

@@ -18,14 +18,16 @@
 //! message, with the file's own sample indices.
 
 use super::index::FxMap;
-use crate::profile::{self, Label, Profile, ProfileError, Sample, DIFF_BASE_LABEL};
+use crate::limits::{Budget, Limits};
+use crate::profile::{self, Label, Profile, ProfileError, Sample, Scan, DIFF_BASE_LABEL};
 use pprof_scan::{field, field_len, read_sample, Groups};
 use prost::Message;
 
 /// Decodes pprof bytes (gzipped or raw) into a validated profile whose samples are
-/// merged by (stack, diff-base label). Same errors as [`profile::decode`].
+/// merged by (stack, diff-base label), within the default [`Limits`]. Same errors as
+/// [`profile::decode`].
 pub fn decode_compact(bytes: &[u8]) -> Result<Profile, ProfileError> {
-    decode_compact_with_limit(bytes, profile::DEFAULT_MAX_INFLATED)
+    decode_compact_limited(bytes, &Limits::default())
 }
 
 /// [`decode_compact`] with an explicit cap on the inflated size.
@@ -33,17 +35,20 @@ pub fn decode_compact_with_limit(
     bytes: &[u8],
     max_inflated: usize,
 ) -> Result<Profile, ProfileError> {
-    if bytes.is_empty() {
-        return Err(ProfileError::Empty);
-    }
-    let inflated;
-    let raw: &[u8] = if profile::is_gzip(bytes) {
-        inflated = profile::inflate(bytes, max_inflated)?;
-        &inflated
-    } else {
-        bytes
-    };
-    let mut d = CompactDecoder::new();
+    decode_compact_limited(
+        bytes,
+        &Limits {
+            inflated_size: max_inflated as u64,
+            ..Limits::default()
+        },
+    )
+}
+
+/// [`decode_compact`] within `limits`: the bytes are scanned first, as by
+/// [`profile::decode_limited`], so the errors and limits are the same.
+pub fn decode_compact_limited(bytes: &[u8], limits: &Limits) -> Result<Profile, ProfileError> {
+    let raw = profile::scanned(bytes, limits)?;
+    let mut d = CompactDecoder::with_limits(&Limits::unlimited(), 0);
     // Fed in pieces, as a stream would be (see the crate docs on wasm).
     for chunk in raw.chunks(1 << 20) {
         if !d.feed(chunk) {
@@ -53,9 +58,9 @@ pub fn decode_compact_with_limit(
     match d.finish() {
         Some(p) => Ok(p),
         // Anything wrong: the full decoder and validation say what, and where.
-        // (`raw` is already inflated: no second gzip sniffing.)
+        // (`raw` is already inflated and scanned.)
         None => {
-            let p = Profile::decode(raw)?;
+            let p = Profile::decode(raw.as_ref())?;
             p.check_valid()?;
             Ok(p)
         }
@@ -64,13 +69,17 @@ pub fn decode_compact_with_limit(
 
 /// The streaming form of [`decode_compact`]: raw (inflated) pprof bytes are fed in
 /// pieces of any size as they arrive; only an incomplete top-level field is carried
-/// between pieces.
+/// between pieces. Each top-level field is scanned against the limits before it is
+/// used, so an amplifying stream stops early.
 ///
 /// `feed` returns `false` and `finish` `None` as soon as anything is unusual
 /// (malformed, truncated, invalid); the caller then decodes the whole file with
 /// [`decode_compact`] to tell the user what is wrong and where.
-#[derive(Default)]
 pub struct CompactDecoder {
+    /// Checks each top-level field (wire format, limits) before it is used.
+    scan: Scan,
+    /// Bytes of the stream consumed before `carry` (offsets in scan errors).
+    offset: usize,
     /// The start of a top-level field that continues in the next piece.
     carry: Vec<u8>,
     /// Every top-level field but samples, for prost.
@@ -91,11 +100,36 @@ pub struct CompactDecoder {
     failed: bool,
 }
 
+impl Default for CompactDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl CompactDecoder {
+    /// A decoder within the default [`Limits`] for a file of unknown size (the
+    /// entry budget is then `entries-base` alone): prefer [`Self::with_limits`].
     pub fn new() -> Self {
+        Self::with_limits(&Limits::default(), 0)
+    }
+
+    /// A decoder within `limits` for a file of `input_len` bytes (as given, before
+    /// inflating).
+    pub fn with_limits(limits: &Limits, input_len: u64) -> Self {
         CompactDecoder {
+            scan: Scan::new(Budget::new(limits, input_len), false),
+            offset: 0,
+            carry: Vec::new(),
+            rest: Vec::new(),
+            groups: Groups::default(),
+            scratch: Vec::new(),
+            vals: Vec::new(),
+            pairs: Vec::new(),
             label_sets: vec![Vec::new()],
-            ..Default::default()
+            label_ids: FxMap::default(),
+            label_key: Vec::new(),
+            max_label_str: 0,
+            failed: false,
         }
     }
 
@@ -121,6 +155,7 @@ impl CompactDecoder {
                     self.carry.truncate(total);
                     let carry = std::mem::take(&mut self.carry);
                     self.failed |= !self.field(&carry);
+                    self.offset += carry.len();
                     self.carry = carry;
                     self.carry.clear();
                 }
@@ -146,6 +181,7 @@ impl CompactDecoder {
                         return false;
                     }
                     pos += n;
+                    self.offset += n;
                 }
                 _ => break, // continues in the next piece
             }
@@ -156,6 +192,9 @@ impl CompactDecoder {
 
     /// One whole top-level field: a sample is merged, anything else kept for prost.
     fn field(&mut self, whole: &[u8]) -> bool {
+        if self.scan.field_at(whole, self.offset).is_err() {
+            return false;
+        }
         let mut pos = 0;
         let Some((tag, wire, _, body)) = field(whole, &mut pos) else {
             return false;

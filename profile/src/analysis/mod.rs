@@ -15,7 +15,9 @@ mod source;
 mod top;
 mod units;
 
-pub use compact::{decode_compact, decode_compact_with_limit, CompactDecoder};
+pub use compact::{
+    decode_compact, decode_compact_limited, decode_compact_with_limit, CompactDecoder,
+};
 pub use flame::{FlameNode, FlameTree};
 pub use index::{Analysed, Filter, FilterError, Frame, Index, Pattern, ValueOverflow};
 pub use source::{SourceLine, SourceTable};

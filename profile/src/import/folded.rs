@@ -4,6 +4,7 @@
 //! unit, so it is `samples/count`).
 
 use super::{Format, Input, InputError};
+use crate::limits::{Budget, Limits};
 use crate::profile::{Builder, Line};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -70,7 +71,7 @@ fn parse_line(line: &str) -> Result<(std::str::Split<'_, char>, i64), String> {
     Ok((stack.split(';'), value))
 }
 
-fn read(bytes: &[u8]) -> Result<Input, InputError> {
+fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
     let text = std::str::from_utf8(bytes).map_err(|e| InputError::Folded {
         line: bytes[..e.valid_up_to()]
             .iter()
@@ -82,17 +83,30 @@ fn read(bytes: &[u8]) -> Result<Input, InputError> {
     let mut b = Builder::new();
     b.sample_type("samples", "count");
     let mut locations: HashMap<&str, u64> = HashMap::default();
+    // Each sample is an entry, and each of its frames; each new name four (function,
+    // location, line, string).
+    let mut budget = Budget::new(limits, bytes.len() as u64);
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         let (frames, value) =
             parse_line(line).map_err(|what| InputError::Folded { line: n + 1, what })?;
+        let at = || format!("line {} of the folded stacks", n + 1);
+        budget.charge(2, at)?;
         let mut locs: Vec<u64> = Vec::new();
         for name in frames {
+            budget.charge(1, at)?;
+            budget.cap(
+                "stack-depth",
+                locs.len() as u64 + 1,
+                || "frames in one stack".into(),
+                at,
+            )?;
             let id = match locations.get(name) {
                 Some(&id) => id,
                 None => {
+                    budget.charge(4, at)?;
                     let f = b.function(name, name, "", 0);
                     let line = Line {
                         function_id: f,

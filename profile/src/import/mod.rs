@@ -12,13 +12,15 @@ mod pprof;
 #[cfg(feature = "snapshot")]
 mod snapshot;
 
+use crate::limits::{LimitError, Limits};
 use crate::profile::{Profile, ProfileError};
 #[cfg(feature = "snapshot")]
 use sampler_core::decoded::Snapshot;
 #[cfg(feature = "snapshot")]
 pub use snapshot::{
     bucket_values, comments, hex, inspect_report, mapping_index, scale_heap_sample, site,
-    snapshot_mappings, to_profile, warnings, NoSymbols, Resolved, SymFrame, Symbols, SAMPLE_TYPES,
+    snapshot_mappings, to_profile, to_profile_limited, warnings, NoSymbols, Resolved, SymFrame,
+    Symbols, SAMPLE_TYPES,
 };
 
 /// A decoded input file.
@@ -71,6 +73,9 @@ pub enum InputError {
         /// What is wrong with it.
         what: String,
     },
+    /// Over a resource limit (see [`crate::limits`]).
+    #[error(transparent)]
+    Limit(Box<LimitError>),
     /// An ELF file where a profile or snapshot was expected.
     #[error("this is an ELF file (a program or firmware image), not a profile or snapshot: give it with --elf, and the snapshot or profile as the input")]
     Elf,
@@ -86,8 +91,8 @@ pub struct Format {
     /// Is this file (its whole bytes) in this format? Cheap: looks at a prefix or
     /// scans for a marker, never decodes the whole file.
     pub sniff: fn(&[u8]) -> bool,
-    /// Reads a file whose sniff said yes.
-    pub read: fn(&[u8]) -> Result<Input, InputError>,
+    /// Reads a file whose sniff said yes, within the limits.
+    pub read: fn(&[u8], &Limits) -> Result<Input, InputError>,
 }
 
 /// Every input format, in the order [`guess`] tries them: the most specific marker
@@ -109,21 +114,34 @@ pub const FORMATS: &[Format] = &[
 const ELF: Format = Format {
     name: "ELF (not an input)",
     sniff: |b| b.starts_with(b"\x7fELF"),
-    read: |_| Err(InputError::Elf),
+    read: |_, _| Err(InputError::Elf),
 };
 
-/// Reads bytes as whatever they are: the first of [`FORMATS`] whose sniff says yes.
+/// Reads bytes as whatever they are: the first of [`FORMATS`] whose sniff says yes,
+/// within the default [`Limits`].
 pub fn guess(bytes: &[u8]) -> Result<Input, InputError> {
+    guess_limited(bytes, &Limits::default())
+}
+
+/// [`guess`] within `limits`: every reader counts what it builds against them (see
+/// [`crate::limits`]).
+pub fn guess_limited(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
     if bytes.is_empty() {
         return Err(InputError::Empty);
     }
     match FORMATS.iter().find(|f| (f.sniff)(bytes)) {
-        Some(f) => (f.read)(bytes),
-        None => pprof::read_protobuf(bytes),
+        Some(f) => (f.read)(bytes, limits),
+        None => pprof::read_protobuf(bytes, limits),
     }
 }
 
 /// The name of the format [`guess`] would read `bytes` as.
 pub fn guess_format(bytes: &[u8]) -> Option<&'static str> {
     FORMATS.iter().find(|f| (f.sniff)(bytes)).map(|f| f.name)
+}
+
+impl From<LimitError> for InputError {
+    fn from(e: LimitError) -> Self {
+        InputError::Limit(Box::new(e))
+    }
 }

@@ -1,6 +1,8 @@
 //! Reading and writing pprof bytes: gzip sniffing with a size cap, prost, validation.
 
+use super::scan::Scan;
 use super::{Profile, ProfileError};
+use crate::limits::{Budget, Limits};
 use prost::Message;
 
 /// Default cap on the inflated size of a profile (256 MiB): far beyond any heap
@@ -11,26 +13,51 @@ const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// Decodes a pprof profile, gzipped (as pprof writes it) or raw protobuf, and
 /// validates it (see [`Profile::check_valid`]), so every later step can index ids and
-/// strings without checking again.
+/// strings without checking again. Within the default [`Limits`].
 pub fn decode(bytes: &[u8]) -> Result<Profile, ProfileError> {
-    decode_with_limit(bytes, DEFAULT_MAX_INFLATED)
+    decode_limited(bytes, &Limits::default())
 }
 
-/// [`decode`] with an explicit cap on the inflated size.
+/// [`decode`] with an explicit cap on the inflated size (other limits the defaults).
 pub fn decode_with_limit(bytes: &[u8], max_inflated: usize) -> Result<Profile, ProfileError> {
+    decode_limited(
+        bytes,
+        &Limits {
+            inflated_size: max_inflated as u64,
+            ..Limits::default()
+        },
+    )
+}
+
+/// [`decode`] within `limits`: the bytes are scanned (and, gzipped, inflated) field
+/// by field before prost sees them, so a malformed file is reported with its byte
+/// offset and field path, and one that would decode into more than the limits allow is
+/// refused before anything is built from it (see [`crate::limits`]).
+pub fn decode_limited(bytes: &[u8], limits: &Limits) -> Result<Profile, ProfileError> {
+    let raw = scanned(bytes, limits)?;
+    let p = Profile::decode(raw.as_ref())?;
+    p.check_valid()?;
+    Ok(p)
+}
+
+/// The raw protobuf of `bytes` (inflated when gzipped), scanned within `limits`
+/// (see `scan`): what prost may then decode without surprises.
+pub(crate) fn scanned<'a>(
+    bytes: &'a [u8],
+    limits: &Limits,
+) -> Result<std::borrow::Cow<'a, [u8]>, ProfileError> {
     if bytes.is_empty() {
         return Err(ProfileError::Empty);
     }
-    let inflated;
-    let raw: &[u8] = if is_gzip(bytes) {
-        inflated = inflate(bytes, max_inflated)?;
-        &inflated
-    } else {
-        bytes
-    };
-    let p = Profile::decode(raw)?;
-    p.check_valid()?;
-    Ok(p)
+    let budget = Budget::new(limits, bytes.len() as u64);
+    if !is_gzip(bytes) {
+        Scan::new(budget, false).finish(bytes)?;
+        return Ok(std::borrow::Cow::Borrowed(bytes));
+    }
+    let mut scan = Scan::new(budget, true);
+    let out = inflate_with(bytes, limits.inflated_cap(), &mut |raw| scan.feed(raw))?;
+    scan.finish(&out)?;
+    Ok(std::borrow::Cow::Owned(out))
 }
 
 /// Does `bytes` start with the gzip magic?
@@ -41,23 +68,45 @@ pub fn is_gzip(bytes: &[u8]) -> bool {
 /// Inflates a (possibly multi-member) gzip stream, refusing to produce more than
 /// `limit` bytes. Without the `gzip` feature (the browser viewer, which inflates with
 /// the browser's `DecompressionStream`) every call is a [`ProfileError::GzipUnsupported`].
-#[cfg(feature = "gzip")]
 pub fn inflate(bytes: &[u8], limit: usize) -> Result<Vec<u8>, ProfileError> {
-    use std::io::Read;
-    let mut out = Vec::new();
-    let mut dec = flate2::read::MultiGzDecoder::new(bytes).take(limit as u64 + 1);
-    dec.read_to_end(&mut out)
-        .map_err(|e| ProfileError::Gzip(e.to_string()))?;
-    if out.len() > limit {
-        return Err(ProfileError::TooLarge { limit });
-    }
-    Ok(out)
+    inflate_with(bytes, limit, &mut |_| Ok(()))
 }
 
-/// Inflates a (possibly multi-member) gzip stream: not in this build (no `gzip`
-/// feature), so always [`ProfileError::GzipUnsupported`].
+/// [`inflate`], showing `progress` everything inflated so far after each piece, so a
+/// scan can stop an amplifying stream long before the cap.
+#[cfg(feature = "gzip")]
+fn inflate_with(
+    bytes: &[u8],
+    limit: usize,
+    progress: &mut dyn FnMut(&[u8]) -> Result<(), ProfileError>,
+) -> Result<Vec<u8>, ProfileError> {
+    use std::io::Read;
+    const PIECE: usize = 1 << 20;
+    let mut out = Vec::new();
+    let mut dec = flate2::read::MultiGzDecoder::new(bytes).take(limit as u64 + 1);
+    loop {
+        let before = out.len();
+        let n = (&mut dec)
+            .take(PIECE as u64)
+            .read_to_end(&mut out)
+            .map_err(|e| ProfileError::Gzip(e.to_string()))?;
+        if out.len() > limit {
+            return Err(ProfileError::TooLarge { limit });
+        }
+        if n == 0 {
+            return Ok(out);
+        }
+        debug_assert!(out.len() > before);
+        progress(&out)?;
+    }
+}
+
 #[cfg(not(feature = "gzip"))]
-pub fn inflate(_bytes: &[u8], _limit: usize) -> Result<Vec<u8>, ProfileError> {
+fn inflate_with(
+    _bytes: &[u8],
+    _limit: usize,
+    _progress: &mut dyn FnMut(&[u8]) -> Result<(), ProfileError>,
+) -> Result<Vec<u8>, ProfileError> {
     Err(ProfileError::GzipUnsupported)
 }
 

@@ -16,11 +16,27 @@ pub enum ProfileError {
     GzipUnsupported,
     /// The gzip stream inflates past the cap (a gzip bomb, or a profile far beyond
     /// anything a heap profile needs).
-    #[error("profile inflates to more than {limit} bytes; refusing to read it (gzip bomb?)")]
+    #[error("profile inflates to more than {limit} bytes (the limit inflated-size); refusing to read it (gzip bomb?); raise it with --limit inflated-size=N if the input is trusted")]
     TooLarge {
         /// The cap in bytes.
         limit: usize,
     },
+    /// The (inflated) bytes break protobuf's wire format or `profile.proto`'s field
+    /// types, found by the scan before decoding: where, in which field, and what.
+    #[error("not a pprof protobuf: at byte {offset}{} ({path}): {what}", if *.inflated { " of the inflated data" } else { "" })]
+    Wire {
+        /// Byte offset of the field (of the inflated data for a gzipped profile).
+        offset: usize,
+        /// The offset counts inflated bytes.
+        inflated: bool,
+        /// Field path, e.g. `sample[3].location_id`.
+        path: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// The profile is over a resource limit (see [`crate::limits`]).
+    #[error(transparent)]
+    Limit(Box<crate::limits::LimitError>),
     /// The (inflated) bytes are not a `profile.proto` message.
     #[error("not a pprof protobuf: {0}")]
     Protobuf(#[from] prost::DecodeError),
@@ -109,4 +125,10 @@ pub enum Invalid {
         /// Length of the string table.
         len: usize,
     },
+}
+
+impl From<crate::limits::LimitError> for ProfileError {
+    fn from(e: crate::limits::LimitError) -> Self {
+        ProfileError::Limit(Box::new(e))
+    }
 }

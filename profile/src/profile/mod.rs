@@ -8,16 +8,21 @@ mod error;
 mod ids;
 mod merge;
 pub mod proto;
+mod scan;
 mod validate;
 
 pub use builder::{Builder, MappingFlags};
 #[cfg(feature = "gzip")]
 pub use codec::encode;
-pub use codec::{decode, decode_with_limit, inflate, is_gzip, DEFAULT_MAX_INFLATED};
+pub(crate) use codec::scanned;
+pub use codec::{
+    decode, decode_limited, decode_with_limit, inflate, is_gzip, DEFAULT_MAX_INFLATED,
+};
 pub use error::{Invalid, ProfileError};
 pub(crate) use ids::{IdIndex, IdProblem};
 pub use merge::{diff, merge, DIFF_BASE_LABEL};
 pub use proto::*;
+pub(crate) use scan::Scan;
 
 /// Prefix of the comment in which a heapsnap conversion carries the snapshot's exact
 /// heap totals (`heap (exact): 1200 bytes in use in 7 objects, …`), so `top` and the

@@ -13,8 +13,9 @@ use crate::Counters;
 
 use super::{crc32, Bucket, COUNTERS_V1, MAGIC, VERSION};
 
-/// Why bytes are not a snapshot. Offsets count from the first byte of the snapshot
-/// (inside a COBS frame: of the decoded frame; [`Frame::offset`] locates the frame).
+/// Why bytes are not a snapshot. Offsets count from the first byte of the snapshot;
+/// for a frame of a serial capture ([`decode_frames`]) they are offsets in the
+/// capture file: the encoded byte that holds the decoded byte at fault.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DecodeError {
@@ -35,8 +36,9 @@ pub enum DecodeError {
     BadMagic { found: Vec<u8> },
     /// Written in a format version this decoder does not read.
     UnsupportedVersion { found: u16, supported: u16 },
-    /// A COBS frame of a serial capture is not valid COBS (or not terminated).
-    BadFrame { what: String },
+    /// A COBS frame of a serial capture, at `offset` in the capture, is not valid COBS
+    /// (or not terminated).
+    BadFrame { offset: usize, what: String },
 }
 
 impl fmt::Display for DecodeError {
@@ -72,7 +74,12 @@ impl fmt::Display for DecodeError {
                 };
                 write!(f, "snapshot format version {found} is not supported (this reader reads version {supported}): {hint}")
             }
-            DecodeError::BadFrame { what } => write!(f, "bad serial frame: {what}"),
+            DecodeError::BadFrame { offset, what } => {
+                write!(
+                    f,
+                    "bad serial frame at byte {offset} of the capture: {what}"
+                )
+            }
         }
     }
 }
@@ -450,17 +457,19 @@ fn split_chunk(chunk: &[u8], offset: usize, terminated: bool, out: &mut Vec<Fram
         out.push(Frame {
             offset,
             len: chunk.len(),
-            result: whole,
+            result: whole.map_err(|e| in_capture(e, chunk, offset)),
         });
         return;
     }
     let mut from = 0;
     for to in starts.chain(std::iter::once(chunk.len())) {
         let last = to == chunk.len();
+        let piece = &chunk[from..to];
         out.push(Frame {
             offset: offset + from,
             len: to - from,
-            result: decode_cobs(&chunk[from..to], terminated || !last),
+            result: decode_cobs(piece, terminated || !last)
+                .map_err(|e| in_capture(e, piece, offset + from)),
         });
         from = to;
     }
@@ -469,6 +478,7 @@ fn split_chunk(chunk: &[u8], offset: usize, terminated: bool, out: &mut Vec<Fram
 fn decode_cobs(encoded: &[u8], terminated: bool) -> Result<Snapshot> {
     if !terminated {
         return Err(DecodeError::BadFrame {
+            offset: 0,
             what: format!(
                 "{} byte(s) at the end of the capture without a 0x00 delimiter (torn frame)",
                 encoded.len()
@@ -477,8 +487,64 @@ fn decode_cobs(encoded: &[u8], terminated: bool) -> Result<Snapshot> {
     }
     let mut raw = vec![0u8; encoded.len()];
     let n = cobs::decode(encoded, &mut raw).map_err(|e| DecodeError::BadFrame {
+        offset: 0,
         what: format!("invalid COBS encoding ({e:?})"),
     })?;
     raw.truncate(n);
     decode(&raw)
+}
+
+/// An error of the frame `encoded` (at `frame_at` in the capture) with its offsets
+/// moved from the decoded frame to the capture.
+fn in_capture(e: DecodeError, encoded: &[u8], frame_at: usize) -> DecodeError {
+    let at = |decoded: usize| frame_at + encoded_offset(encoded, decoded);
+    match e {
+        DecodeError::UnexpectedEof { offset, needed } => DecodeError::UnexpectedEof {
+            offset: at(offset),
+            needed,
+        },
+        DecodeError::Malformed { offset, what } => DecodeError::Malformed {
+            offset: at(offset),
+            what,
+        },
+        DecodeError::BadCrc {
+            offset,
+            expected,
+            found,
+        } => DecodeError::BadCrc {
+            offset: at(offset),
+            expected,
+            found,
+        },
+        DecodeError::BadFrame { offset, what } => DecodeError::BadFrame {
+            offset: frame_at + offset,
+            what,
+        },
+        e => e,
+    }
+}
+
+/// Where the decoded byte `decoded` of a COBS frame sits in its encoding: each block
+/// is a code byte `c` and `c - 1` data bytes, and a block shorter than 255 ends in a
+/// zero that the next code byte stands for. Past the end: the frame's end.
+fn encoded_offset(encoded: &[u8], decoded: usize) -> usize {
+    let (mut enc, mut dec) = (0usize, 0usize);
+    while enc < encoded.len() {
+        let c = usize::from(encoded[enc]);
+        if c == 0 {
+            break;
+        }
+        if decoded < dec + c - 1 {
+            return (enc + 1 + decoded - dec).min(encoded.len());
+        }
+        dec += c - 1;
+        enc += c;
+        if c != 0xFF {
+            if decoded == dec {
+                return enc.min(encoded.len());
+            }
+            dec += 1;
+        }
+    }
+    encoded.len()
 }

@@ -2,6 +2,7 @@
 //! [`super::site`]), and symbolization through the [`Symbols`] a caller passes in.
 
 use super::{inspect, site};
+use crate::limits::{Budget, LimitError, Limits};
 use crate::profile::{Builder, Line, Mapping, MappingFlags, Profile};
 use rustc_hash::FxHashMap as HashMap;
 use sampler_core::decoded::Snapshot;
@@ -141,6 +142,23 @@ pub fn to_profile(
     symbols: &mut dyn Symbols,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Profile {
+    // Cannot fail: nothing is limited.
+    let mut budget = Budget::new(&Limits::unlimited(), 0);
+    to_profile_limited(snap, symbols, progress, &mut budget).unwrap_or_default()
+}
+
+/// [`to_profile`] counting what it builds in `budget` (made for the input file's size
+/// and limits, see [`crate::limits`]): each sample, value, label and location id of a
+/// sample, and each location with its lines, functions and strings. Stacks deeper
+/// than `stack-depth` are refused. A small snapshot can describe a large profile (one
+/// deep stack shared by many buckets is one location id per frame per bucket), so the
+/// conversion, not only the decoder, must count.
+pub fn to_profile_limited(
+    snap: &Snapshot,
+    symbols: &mut dyn Symbols,
+    progress: &mut dyn FnMut(u64, u64),
+    budget: &mut Budget,
+) -> Result<Profile, LimitError> {
     let mut c = Converter::new(snap, symbols);
     let total = snap.buckets.len() as u64;
     for (n, bucket) in snap.buckets.iter().enumerate() {
@@ -157,11 +175,13 @@ pub fn to_profile(
         } else {
             vec![]
         };
-        let locs = c.stack_locations(bucket.stack_id);
+        let at = || format!("bucket {n} (stack id {})", bucket.stack_id);
+        let locs = c.stack_locations(bucket.stack_id, budget, &at)?;
+        budget.charge(6 + locs.len() as u64, at)?;
         c.b.sample(locs, values.to_vec(), label);
     }
     progress(total, total);
-    c.finish()
+    Ok(c.finish())
 }
 
 /// A return address, symbolized once.
@@ -231,14 +251,29 @@ impl<'a> Converter<'a> {
     /// The location ids of a stack, leaf first, from its allocation site on: leaf
     /// frames of the allocator's plumbing are trimmed (see `site`), so every reader
     /// shows the allocating function as the leaf.
-    fn stack_locations(&mut self, stack_id: u32) -> Vec<u64> {
+    fn stack_locations(
+        &mut self,
+        stack_id: u32,
+        budget: &mut Budget,
+        at: &dyn Fn() -> String,
+    ) -> Result<Vec<u64>, LimitError> {
         if let Some(locs) = self.stacks.get(&stack_id) {
-            return locs.clone();
+            return Ok(locs.clone());
         }
         let frames = self.frames.get(&stack_id).copied().unwrap_or(&[]);
+        budget.cap(
+            "stack-depth",
+            frames.len() as u64,
+            || "frames in one stack".into(),
+            at,
+        )?;
         for &addr in frames {
             if !self.addresses.contains_key(&addr) {
                 let resolved = self.symbols.resolve(addr);
+                // Eight for the address (its symbolization, its location and the
+                // maps that intern both: about 350 bytes, measured), and a line, a
+                // function and strings per frame (an upper bound: they are shared).
+                budget.charge(8 + 3 * resolved.frames.len() as u64, at)?;
                 let lead = site::library_lead(
                     resolved
                         .frames
@@ -260,7 +295,7 @@ impl<'a> Converter<'a> {
             .filter_map(|(k, &addr)| self.location(addr, if k == 0 { skip } else { 0 }))
             .collect();
         self.stacks.insert(stack_id, locs.clone());
-        locs
+        Ok(locs)
     }
 
     /// The location of a (resolved) address with its `skip` innermost frames dropped.

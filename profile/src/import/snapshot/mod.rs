@@ -6,19 +6,21 @@ pub mod inspect;
 pub mod site;
 
 pub use convert::{
-    bucket_values, hex, mapping_index, scale_heap_sample, snapshot_mappings, to_profile, NoSymbols,
-    Resolved, SymFrame, Symbols, SAMPLE_TYPES,
+    bucket_values, hex, mapping_index, scale_heap_sample, snapshot_mappings, to_profile,
+    to_profile_limited, NoSymbols, Resolved, SymFrame, Symbols, SAMPLE_TYPES,
 };
 pub use inspect::{comments, report as inspect_report, warnings};
 
 use super::{Format, Input, InputError};
+use crate::limits::Limits;
 use sampler_core::snapshot;
 
-/// A snapshot file: the `HSNP` magic at offset 0.
+/// A snapshot file: the `HSNP` magic at offset 0, or a file of 1–3 bytes that is the
+/// start of it (a snapshot cut short: the decoder then says "truncated").
 pub const SNAPSHOT: Format = Format {
     name: "heapsnap snapshot",
-    sniff: |b| b.starts_with(&snapshot::MAGIC),
-    read: |b| {
+    sniff: |b| b.starts_with(&snapshot::MAGIC) || snapshot::MAGIC.starts_with(b),
+    read: |b, _| {
         Ok(Input::Snapshot {
             snapshot: snapshot::decode(b)?,
             bad_frames: 0,
@@ -36,7 +38,7 @@ pub const CAPTURE: Format = Format {
     read: read_capture,
 };
 
-fn read_capture(bytes: &[u8]) -> Result<Input, InputError> {
+fn read_capture(bytes: &[u8], _: &Limits) -> Result<Input, InputError> {
     let capture = snapshot::decode_frames(bytes);
     if let Some(s) = capture.last_good() {
         return Ok(Input::Snapshot {

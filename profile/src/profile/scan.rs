@@ -1,0 +1,590 @@
+//! A pass over pprof's wire bytes before prost decodes them: every field is checked as
+//! prost would check it (keys, wire types, varints, lengths, UTF-8), so a malformed
+//! file is reported with its byte offset and field path, and every entry prost would
+//! materialize is counted against the [`Budget`], so an amplifying file (millions of
+//! empty samples, locations or strings, 2 bytes each) is refused before prost
+//! allocates anything for it. Allocates nothing itself.
+
+use super::ProfileError;
+use crate::limits::Budget;
+
+/// How a field of a message is read.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// A single varint scalar (int64, uint64, bool).
+    Varint,
+    /// A repeated varint scalar, packed or not; each element an entry.
+    Varints,
+    /// A string (repeated: each an entry).
+    Str,
+    /// An embedded message (repeated: each an entry).
+    Msg(&'static [Field]),
+}
+
+/// What a field's elements count towards, besides the entry budget.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Count {
+    /// A table of the profile (`table-entries`).
+    Table,
+    /// A sample's location ids (`stack-depth`).
+    Depth,
+    /// A sample's labels (`labels-per-sample`).
+    Labels,
+    /// A location's lines (`lines-per-location`).
+    Lines,
+    /// Entries only (values, a singular message).
+    None,
+}
+
+struct Field {
+    tag: u32,
+    name: &'static str,
+    kind: Kind,
+    /// Repeated: each element is an entry of its own.
+    repeated: bool,
+    count: Count,
+}
+
+const fn f(tag: u32, name: &'static str, kind: Kind) -> Field {
+    Field {
+        tag,
+        name,
+        kind,
+        repeated: false,
+        count: Count::None,
+    }
+}
+
+const fn r(tag: u32, name: &'static str, kind: Kind, count: Count) -> Field {
+    Field {
+        tag,
+        name,
+        kind,
+        repeated: true,
+        count,
+    }
+}
+
+use Kind::{Msg, Str, Varint, Varints};
+
+const VALUE_TYPE: &[Field] = &[f(1, "type", Varint), f(2, "unit", Varint)];
+const LABEL: &[Field] = &[
+    f(1, "key", Varint),
+    f(2, "str", Varint),
+    f(3, "num", Varint),
+    f(4, "num_unit", Varint),
+];
+const SAMPLE: &[Field] = &[
+    r(1, "location_id", Varints, Count::Depth),
+    r(2, "value", Varints, Count::None),
+    r(3, "label", Msg(LABEL), Count::Labels),
+];
+const MAPPING: &[Field] = &[
+    f(1, "id", Varint),
+    f(2, "memory_start", Varint),
+    f(3, "memory_limit", Varint),
+    f(4, "file_offset", Varint),
+    f(5, "filename", Varint),
+    f(6, "build_id", Varint),
+    f(7, "has_functions", Varint),
+    f(8, "has_filenames", Varint),
+    f(9, "has_line_numbers", Varint),
+    f(10, "has_inline_frames", Varint),
+];
+const LINE: &[Field] = &[
+    f(1, "function_id", Varint),
+    f(2, "line", Varint),
+    f(3, "column", Varint),
+];
+const LOCATION: &[Field] = &[
+    f(1, "id", Varint),
+    f(2, "mapping_id", Varint),
+    f(3, "address", Varint),
+    r(4, "line", Msg(LINE), Count::Lines),
+    f(5, "is_folded", Varint),
+];
+const FUNCTION: &[Field] = &[
+    f(1, "id", Varint),
+    f(2, "name", Varint),
+    f(3, "system_name", Varint),
+    f(4, "filename", Varint),
+    f(5, "start_line", Varint),
+];
+const PROFILE: &[Field] = &[
+    r(1, "sample_type", Msg(VALUE_TYPE), Count::Table),
+    r(2, "sample", Msg(SAMPLE), Count::Table),
+    r(3, "mapping", Msg(MAPPING), Count::Table),
+    r(4, "location", Msg(LOCATION), Count::Table),
+    r(5, "function", Msg(FUNCTION), Count::Table),
+    r(6, "string_table", Str, Count::Table),
+    f(7, "drop_frames", Varint),
+    f(8, "keep_frames", Varint),
+    f(9, "time_nanos", Varint),
+    f(10, "duration_nanos", Varint),
+    f(11, "period_type", Msg(VALUE_TYPE)),
+    f(12, "period", Varint),
+    r(13, "comment", Varints, Count::Table),
+    f(14, "default_sample_type", Varint),
+    f(15, "doc_url", Varint),
+];
+
+/// prost's limit on nested messages and groups.
+const RECURSION_LIMIT: u32 = 100;
+
+/// The scan of one profile's bytes, fed whole top-level fields as they become
+/// available (so an inflating reader can stop early).
+pub(crate) struct Scan {
+    budget: Budget,
+    /// Elements seen per top-level tag (for paths and table caps).
+    tables: [u64; 16],
+    /// Where the next top-level field starts.
+    pos: usize,
+    /// The bytes are an inflated gzip stream (said in offsets).
+    inflated: bool,
+}
+
+/// A field path (`sample[3].location_id`), spelled out only for an error.
+#[derive(Clone, Copy)]
+struct Path<'a> {
+    parent: Option<&'a Path<'a>>,
+    name: &'static str,
+    index: Option<u64>,
+}
+
+impl std::fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(p) = self.parent {
+            write!(f, "{p}.")?;
+        }
+        f.write_str(self.name)?;
+        match self.index {
+            Some(i) => write!(f, "[{i}]"),
+            None => Ok(()),
+        }
+    }
+}
+
+const ROOT: Path<'static> = Path {
+    parent: None,
+    name: "profile",
+    index: None,
+};
+
+/// The bytes being scanned, for error positions.
+struct Ctx<'a> {
+    raw: &'a [u8],
+    inflated: bool,
+}
+
+impl Ctx<'_> {
+    fn at(&self, offset: usize, path: &Path<'_>) -> String {
+        let of = if self.inflated {
+            " of the inflated data"
+        } else {
+            ""
+        };
+        format!("byte {offset}{of} ({path})")
+    }
+
+    fn wire(&self, offset: usize, path: &Path<'_>, what: impl Into<String>) -> ProfileError {
+        ProfileError::Wire {
+            offset,
+            inflated: self.inflated,
+            path: path.to_string(),
+            what: what.into(),
+        }
+    }
+}
+
+impl Scan {
+    pub(crate) fn new(budget: Budget, inflated: bool) -> Self {
+        Scan {
+            budget,
+            tables: [0; 16],
+            pos: 0,
+            inflated,
+        }
+    }
+
+    /// Scans the whole top-level fields of `raw` (everything read so far) not yet
+    /// scanned; an incomplete last field waits for more bytes.
+    pub(crate) fn feed(&mut self, raw: &[u8]) -> Result<(), ProfileError> {
+        while self.pos < raw.len() {
+            match self.top_field(raw, false)? {
+                Some(end) => self.pos = end,
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// The end of the input: a field left incomplete is a truncated file.
+    pub(crate) fn finish(&mut self, raw: &[u8]) -> Result<(), ProfileError> {
+        self.feed(raw)?;
+        if self.pos < raw.len() {
+            self.top_field(raw, true)?;
+        }
+        Ok(())
+    }
+
+    /// Scans one top-level field given as its own bytes (the streaming decoder's
+    /// pieces) that starts at `offset` of the stream.
+    pub(crate) fn field_at(&mut self, whole: &[u8], offset: usize) -> Result<(), ProfileError> {
+        let (pos, base) = (self.pos, offset);
+        self.pos = 0;
+        let r = self.top_field(whole, true);
+        self.pos = pos;
+        r.map(|_| ()).map_err(|e| match e {
+            ProfileError::Wire {
+                offset,
+                inflated,
+                path,
+                what,
+            } => ProfileError::Wire {
+                offset: offset + base,
+                inflated,
+                path,
+                what,
+            },
+            e => e,
+        })
+    }
+
+    /// The top-level field at `self.pos`: its end, or `None` when it continues past
+    /// the bytes read so far (an error instead when `last`).
+    fn top_field(&mut self, raw: &[u8], last: bool) -> Result<Option<usize>, ProfileError> {
+        let cx = Ctx {
+            raw,
+            inflated: self.inflated,
+        };
+        let start = self.pos;
+        if !last && !complete(&raw[start..]) {
+            return Ok(None);
+        }
+        let mut pos = start;
+        let (tag, wire) = key(raw, &mut pos).map_err(|e| e.at(&cx, start, &ROOT, "field key"))?;
+        let Some(fd) = PROFILE.iter().find(|f| f.tag == tag) else {
+            skip(&cx, &mut pos, tag, wire, &ROOT, 0)?;
+            return Ok(Some(pos));
+        };
+        let count = &mut self.tables[fd.tag as usize];
+        let path = Path {
+            parent: None,
+            name: fd.name,
+            index: (fd.repeated && !matches!(fd.kind, Varints)).then_some(*count),
+        };
+        value(
+            &cx,
+            &mut self.budget,
+            &mut pos,
+            start,
+            wire,
+            fd,
+            &path,
+            0,
+            count,
+        )?;
+        Ok(Some(pos))
+    }
+}
+
+/// Are the bytes of a whole field there (key, length and body)? Malformed bytes count
+/// as complete: the scan then reports them.
+fn complete(b: &[u8]) -> bool {
+    let mut pos = 0;
+    match varint(b, &mut pos) {
+        Ok(k) => {
+            let rest = &b[pos..];
+            let mut p = 0;
+            match k & 7 {
+                0 => !matches!(varint(rest, &mut p), Err(Bad::Short)),
+                1 => rest.len() >= 8,
+                5 => rest.len() >= 4,
+                2 => match varint(rest, &mut p) {
+                    Ok(n) => n <= (rest.len() - p) as u64,
+                    Err(e) => !matches!(e, Bad::Short),
+                },
+                // A group's end is known only by scanning it: wait for the input's end.
+                3 => false,
+                _ => true,
+            }
+        }
+        Err(e) => !matches!(e, Bad::Short),
+    }
+}
+
+/// Reads the value of a field whose key was read (`pos` after the key), checks it
+/// against its description, and counts its elements in `count` (the running count of
+/// this field in its message: table size, stack depth, labels, lines).
+#[allow(clippy::too_many_arguments)]
+fn value(
+    cx: &Ctx<'_>,
+    budget: &mut Budget,
+    pos: &mut usize,
+    at: usize,
+    wire: u8,
+    fd: &Field,
+    path: &Path<'_>,
+    depth: u32,
+    count: &mut u64,
+) -> Result<(), ProfileError> {
+    let n = match (fd.kind, wire) {
+        (Varint, 0) => {
+            varint(cx.raw, pos).map_err(|e| e.at(cx, at, path, "varint"))?;
+            0
+        }
+        (Varints, 0) => {
+            varint(cx.raw, pos).map_err(|e| e.at(cx, at, path, "varint"))?;
+            1
+        }
+        (Varints, 2) => {
+            let body = bytes(cx, pos, path)?;
+            packed(cx, body, at, path)?
+        }
+        (Str, 2) => {
+            let body = bytes(cx, pos, path)?;
+            std::str::from_utf8(body)
+                .map_err(|_| cx.wire(at, path, "string is not valid UTF-8"))?;
+            1
+        }
+        (Msg(fields), 2) => {
+            if depth >= RECURSION_LIMIT {
+                return Err(cx.wire(at, path, "recursion limit reached"));
+            }
+            let body = bytes(cx, pos, path)?;
+            let start = *pos - body.len();
+            message(cx, budget, start, body.len(), fields, path, depth + 1)?;
+            1
+        }
+        _ => {
+            return Err(cx.wire(
+                at,
+                path,
+                format!(
+                    "invalid wire type {wire} ({}), expected {}",
+                    wire_name(wire),
+                    match fd.kind {
+                        Varint => "0 (varint)",
+                        Varints => "0 (varint) or 2 (packed)",
+                        _ => "2 (length-delimited)",
+                    }
+                ),
+            ))
+        }
+    };
+    if !fd.repeated {
+        return Ok(());
+    }
+    *count += n;
+    budget.charge(n, || cx.at(at, path))?;
+    let (name, what) = match fd.count {
+        Count::Table => ("table-entries", "entries in one table"),
+        Count::Depth => ("stack-depth", "location ids in one sample's stack"),
+        Count::Labels => ("labels-per-sample", "labels in one sample"),
+        Count::Lines => ("lines-per-location", "lines in one location"),
+        Count::None => return Ok(()),
+    };
+    let what = || format!("{what} ({})", fd.name);
+    budget.cap(name, *count, what, || cx.at(at, path))?;
+    Ok(())
+}
+
+/// The fields of an embedded message at `cx.raw[start..start + len]`.
+fn message(
+    cx: &Ctx<'_>,
+    budget: &mut Budget,
+    start: usize,
+    len: usize,
+    fields: &'static [Field],
+    path: &Path<'_>,
+    depth: u32,
+) -> Result<(), ProfileError> {
+    let sub = Ctx {
+        raw: &cx.raw[..start + len],
+        inflated: cx.inflated,
+    };
+    let mut pos = start;
+    // Per field of this message (by position in `fields`): elements so far.
+    let mut counts = [0u64; 16];
+    while pos < sub.raw.len() {
+        let at = pos;
+        let (tag, wire) = key(sub.raw, &mut pos).map_err(|e| e.at(&sub, at, path, "field key"))?;
+        let Some(i) = fields.iter().position(|f| f.tag == tag) else {
+            skip(&sub, &mut pos, tag, wire, path, depth)?;
+            continue;
+        };
+        let fd = &fields[i];
+        let sub_path = Path {
+            parent: Some(path),
+            name: fd.name,
+            index: (fd.repeated && matches!(fd.kind, Msg(_))).then_some(counts[i]),
+        };
+        value(
+            &sub,
+            budget,
+            &mut pos,
+            at,
+            wire,
+            fd,
+            &sub_path,
+            depth,
+            &mut counts[i],
+        )?;
+    }
+    Ok(())
+}
+
+/// Skips a field prost does not know, as prost does (groups included).
+fn skip(
+    cx: &Ctx<'_>,
+    pos: &mut usize,
+    tag: u32,
+    wire: u8,
+    path: &Path<'_>,
+    depth: u32,
+) -> Result<(), ProfileError> {
+    let at = *pos;
+    match wire {
+        0 => varint(cx.raw, pos)
+            .map(|_| ())
+            .map_err(|e| e.at(cx, at, path, "varint")),
+        1 | 5 => {
+            let n = if wire == 1 { 8 } else { 4 };
+            if cx.raw.len() - *pos < n {
+                return Err(Bad::Short.at(cx, at, path, "fixed-size field"));
+            }
+            *pos += n;
+            Ok(())
+        }
+        2 => bytes(cx, pos, path).map(|_| ()),
+        3 => {
+            if depth >= RECURSION_LIMIT {
+                return Err(cx.wire(at, path, "recursion limit reached"));
+            }
+            loop {
+                let k = *pos;
+                let (t, w) = key(cx.raw, pos).map_err(|e| e.at(cx, k, path, "group"))?;
+                if w == 4 {
+                    if t != tag {
+                        return Err(cx.wire(k, path, "unexpected end group tag"));
+                    }
+                    return Ok(());
+                }
+                skip(cx, pos, t, w, path, depth + 1)?;
+            }
+        }
+        _ => Err(cx.wire(
+            at,
+            path,
+            format!("invalid wire type {wire} ({})", wire_name(wire)),
+        )),
+    }
+}
+
+fn wire_name(wire: u8) -> &'static str {
+    match wire {
+        0 => "varint",
+        1 => "64-bit",
+        2 => "length-delimited",
+        3 => "start group",
+        4 => "end group",
+        5 => "32-bit",
+        _ => "no such wire type",
+    }
+}
+
+/// A read that failed before it knows where: the input ends, or the bytes are
+/// malformed.
+enum Bad {
+    Short,
+    Malformed(&'static str),
+}
+
+impl Bad {
+    fn at(self, cx: &Ctx<'_>, offset: usize, path: &Path<'_>, what: &str) -> ProfileError {
+        match self {
+            Bad::Short => cx.wire(
+                offset,
+                path,
+                format!("the input ends inside a {what} (truncated?)"),
+            ),
+            Bad::Malformed(m) => cx.wire(offset, path, m),
+        }
+    }
+}
+
+/// A field key: (tag, wire type), checked as prost checks it.
+fn key(raw: &[u8], pos: &mut usize) -> Result<(u32, u8), Bad> {
+    let k = varint(raw, pos)?;
+    if k > u64::from(u32::MAX) {
+        return Err(Bad::Malformed("invalid key value (over 32 bits)"));
+    }
+    let (tag, wire) = ((k >> 3) as u32, (k & 7) as u8);
+    if wire > 5 {
+        return Err(Bad::Malformed("invalid wire type (6 or 7)"));
+    }
+    if tag == 0 {
+        return Err(Bad::Malformed("invalid field number 0"));
+    }
+    Ok((tag, wire))
+}
+
+/// A varint as prost reads it (at most 10 bytes, the 10th at most 1).
+fn varint(raw: &[u8], pos: &mut usize) -> Result<u64, Bad> {
+    let mut v = 0u64;
+    for i in 0..10 {
+        let Some(&b) = raw.get(*pos + i) else {
+            return Err(Bad::Short);
+        };
+        if i == 9 && b > 1 {
+            return Err(Bad::Malformed("invalid varint (over 64 bits)"));
+        }
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b < 0x80 {
+            *pos += i + 1;
+            return Ok(v);
+        }
+    }
+    Err(Bad::Malformed("invalid varint (over 64 bits)"))
+}
+
+/// A length-delimited body.
+fn bytes<'a>(cx: &Ctx<'a>, pos: &mut usize, path: &Path<'_>) -> Result<&'a [u8], ProfileError> {
+    let at = *pos;
+    let n = varint(cx.raw, pos).map_err(|e| e.at(cx, at, path, "length"))?;
+    let left = (cx.raw.len() - *pos) as u64;
+    if n > left {
+        return Err(cx.wire(
+            at,
+            path,
+            format!("length {n} runs past the end of its message ({left} bytes left; truncated?)"),
+        ));
+    }
+    let body = &cx.raw[*pos..*pos + n as usize];
+    *pos += n as usize;
+    Ok(body)
+}
+
+/// The number of varints in a packed body, each checked.
+fn packed(cx: &Ctx<'_>, body: &[u8], at: usize, path: &Path<'_>) -> Result<u64, ProfileError> {
+    let mut n = 0u64;
+    let mut run = 0u32;
+    for &b in body {
+        run += 1;
+        if run == 10 && b > 1 {
+            return Err(cx.wire(
+                at,
+                path,
+                "packed field holds an invalid varint (over 64 bits)",
+            ));
+        }
+        if b < 0x80 {
+            n += 1;
+            run = 0;
+        }
+    }
+    if run != 0 {
+        return Err(cx.wire(at, path, "packed field ends inside a varint"));
+    }
+    Ok(n)
+}
