@@ -9,8 +9,18 @@ use heapsnap_profile::import::{self, Input, NoSymbols};
 use heapsnap_profile::limits::{Budget, Limits};
 use libfuzzer_sys::fuzz_target;
 
+/// Tight limits for fuzz-sized inputs: with `-malloc_limit_mb=64` any decode that
+/// grows past its entry budget (the inflate cap included) is a reported crash.
+fn limits() -> Limits {
+    Limits {
+        inflated_size: 8 << 20,
+        entries_base: 1 << 16,
+        ..Limits::default()
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
-    let limits = Limits::default();
+    let limits = limits();
     match import::guess_limited(data, &limits) {
         Ok(Input::Profile(p)) => p.check_valid().expect("a read profile is valid"),
         Ok(Input::Snapshot { snapshot, .. }) => {
@@ -19,7 +29,8 @@ fuzz_target!(|data: &[u8]| {
             if let Ok(p) =
                 import::to_profile_limited(&snapshot, &mut symbols, &mut |_, _| {}, &mut budget)
             {
-                p.check_valid().expect("a converted snapshot is a valid profile");
+                p.check_valid()
+                    .expect("a converted snapshot is a valid profile");
             }
         }
         Err(e) => {

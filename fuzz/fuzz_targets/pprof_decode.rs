@@ -4,12 +4,23 @@
 #![no_main]
 
 use heapsnap_profile::analysis::{self, Filter};
-use heapsnap_profile::profile::{decode, decode_with_limit, diff, encode};
+use heapsnap_profile::limits::Limits;
+use heapsnap_profile::profile::{decode, decode_limited, diff, encode};
 use libfuzzer_sys::fuzz_target;
 
+/// Tight limits for fuzz-sized inputs: with `-malloc_limit_mb=64` any decode that
+/// grows past its entry budget (the inflate cap included) is a reported crash.
+fn limits() -> Limits {
+    Limits {
+        inflated_size: 8 << 20,
+        entries_base: 1 << 16,
+        ..Limits::default()
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
-    // A small cap keeps gzip bombs fast; the cap itself is what is being tested.
-    let Ok(p) = decode_with_limit(data, 8 << 20) else {
+    // A small cap keeps gzip bombs fast; the caps themselves are what is being tested.
+    let Ok(p) = decode_limited(data, &limits()) else {
         return;
     };
     let again = decode(&encode(&p)).expect("an encoded valid profile decodes");

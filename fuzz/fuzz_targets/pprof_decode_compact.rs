@@ -5,16 +5,27 @@
 //! agrees with the one-buffer form.
 #![no_main]
 
-use heapsnap_profile::analysis::{self, decode_compact_with_limit, CompactDecoder, Filter, Index};
-use heapsnap_profile::profile::decode_with_limit;
+use heapsnap_profile::analysis::{self, decode_compact_limited, CompactDecoder, Filter, Index};
+use heapsnap_profile::limits::Limits;
+use heapsnap_profile::profile::decode_limited;
 use libfuzzer_sys::fuzz_target;
 
+/// Tight limits for fuzz-sized inputs: with `-malloc_limit_mb=64` any decode that
+/// grows past its entry budget (the inflate cap included) is a reported crash.
+fn limits() -> Limits {
+    Limits {
+        inflated_size: 8 << 20,
+        entries_base: 1 << 16,
+        ..Limits::default()
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
-    let full = decode_with_limit(data, 8 << 20);
-    let compact = decode_compact_with_limit(data, 8 << 20);
+    let full = decode_limited(data, &limits());
+    let compact = decode_compact_limited(data, &limits());
     assert_eq!(full.is_ok(), compact.is_ok(), "{:?} vs {:?}", full.as_ref().err(), compact.as_ref().err());
     if !heapsnap_profile::profile::is_gzip(data) {
-        let mut d = CompactDecoder::new();
+        let mut d = CompactDecoder::with_limits(&limits(), data.len() as u64);
         let piece = 1 + data.len() % 13;
         for c in data.chunks(piece) {
             d.feed(c);
