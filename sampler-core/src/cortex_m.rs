@@ -57,7 +57,7 @@ impl StackSource for RtStack {
 
 /// Which semihosting call failed (the debug host answered -1, or the name was bad).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(all(feature = "defmt", target_os = "none"), derive(defmt::Format))]
 pub enum SemihostingError {
     /// SYS_OPEN failed, or the name did not end in a NUL byte.
     Open,

@@ -91,7 +91,7 @@ counters! {
     /// Everything the sampler had to drop or skip, so nothing is lost silently, and
     /// the exact heap totals when they were counted ([`Counters::heap`]).
     /// Travels in every snapshot, fields in wire order; [`Counters::LIST`] names them.
-    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+    #[cfg_attr(all(feature = "defmt", target_os = "none"), derive(defmt::Format))]
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
     pub struct Counters {
         v1: [

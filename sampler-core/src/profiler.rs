@@ -60,7 +60,7 @@ pub struct Profiler<
 }
 
 /// What happened to one `record_alloc` call (mostly for tests and pools).
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(all(feature = "defmt", target_os = "none"), derive(defmt::Format))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Recorded {
     /// Not sampled: the fast path.

@@ -58,7 +58,7 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> SnapshotSou
 }
 
 /// Why a snapshot was not written.
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(all(feature = "defmt", target_os = "none"), derive(defmt::Format))]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SnapshotError {
     /// Called from inside the profiler (e.g. an allocation hook or interrupt while the

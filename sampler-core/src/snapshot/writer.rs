@@ -9,7 +9,7 @@ use super::crc::CrcFlavor;
 use super::{CobsFlavor, SnapshotSource, MAGIC, VERSION};
 
 /// Why a snapshot could not be written.
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(all(feature = "defmt", target_os = "none"), derive(defmt::Format))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum EncodeError {
