@@ -142,7 +142,7 @@ fn live() -> ! {
         &HEAPSNAP_MAILBOX
     );
     loop {
-        if let Err(e) = HEAPSNAP_MAILBOX.publish(HEAP.profiler(), &[]) {
+        if let Err(e) = HEAPSNAP_MAILBOX.publish(HEAP.profiler(), &[fw_mapping()]) {
             hprintln!("live: mailbox: {}", e);
             exit(false);
         }
@@ -151,19 +151,19 @@ fn live() -> ! {
 }
 
 /// Stream snapshot `n` to `snap-NNN.bin` on the host; returns its size in bytes.
-/// No mappings: the host symbolizes firmware addresses at the ELF's link addresses.
+/// Its mapping ([`fw_mapping`]) carries the build id; the host symbolizes at link addresses.
 /// Failures are printed here (the cause types differ) and end the run.
 fn dump_snapshot(n: u32) -> Result<usize, ()> {
     let name = snapshot_name(n);
     let file = SemihostingFile::create(&name).map_err(|e| hprintln!("snapshot {}: {}", n, e))?;
     let (len, file) = HEAP
         .profiler()
-        .write_snapshot(&[], SemihostingSink::new(file))
+        .write_snapshot(&[fw_mapping()], SemihostingSink::new(file))
         .map_err(|e| hprintln!("snapshot {}: {}", n, e))?;
     file.close()
         .map_err(|e| hprintln!("snapshot {}: {}", n, e))?;
     let published = HEAPSNAP_MAILBOX
-        .publish(HEAP.profiler(), &[])
+        .publish(HEAP.profiler(), &[fw_mapping()])
         .map_err(|e| hprintln!("snapshot {}: mailbox: {}", n, e))?;
     if published != len {
         hprintln!(
@@ -175,6 +175,12 @@ fn dump_snapshot(n: u32) -> Result<usize, ()> {
         return Err(());
     }
     Ok(len)
+}
+
+/// This firmware as its snapshots' one mapping: `.text` with the ELF's build id (from
+/// flash, see `memory.x`), so `heapsnap` refuses the ELF of another build.
+fn fw_mapping() -> sampler_core::snapshot::MappingRef<'static> {
+    sampler_core::cortex_m::firmware_mapping("heapsnap-firmware")
 }
 
 /// `snap-NNN.bin\0` for snapshot number `n` (0..=999), without formatting machinery.

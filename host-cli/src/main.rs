@@ -57,8 +57,9 @@ struct SymArgs {
     /// Do not look for mapped files on this machine.
     #[arg(long)]
     no_local: bool,
-    /// Use the --elf files even when they do not fit the snapshot (another word size;
-    /// firmware return addresses outside their code or not after a call in it).
+    /// Use the --elf files even when they do not fit the snapshot (another build id,
+    /// another word size; firmware return addresses outside their code or not after a
+    /// call in it). One --elf then serves every mapping of the snapshot.
     #[arg(long)]
     force_elf: bool,
 }
@@ -498,15 +499,16 @@ fn symbolized(snap: &Snapshot, input_len: u64, sym: &SymArgs, limits: &Limits) -
         elves.push(Elf::parse(&path.display().to_string(), &bytes)?);
     }
     let mut load = files::read_mapped;
-    let mut resolver = Resolver::new(
-        snap,
-        elves,
-        if sym.no_local {
-            None
-        } else {
-            Some(&mut load as heapsnap_symbolize::Loader<'_>)
-        },
-    )?;
+    let load = if sym.no_local {
+        None
+    } else {
+        Some(&mut load as heapsnap_symbolize::Loader<'_>)
+    };
+    let mut resolver = if sym.force_elf {
+        Resolver::forced(snap, elves, load)?
+    } else {
+        Resolver::new(snap, elves, load)?
+    };
     if !sym.force_elf {
         resolver.verify()?;
     }

@@ -9,6 +9,10 @@
 //!   semihosting's SYS_OPEN / SYS_WRITE / SYS_CLOSE — cortex-m-semihosting 0.6 exposes
 //!   no public `open`, so this is the ~60 lines a user would otherwise copy.
 //!
+//! * [`build_id`] / [`firmware_mapping`]: the ELF's GNU build id, read from flash, in
+//!   every snapshot, so `heapsnap` refuses an `--elf` of another build instead of
+//!   symbolizing into garbage. Needs the linker-script lines of [`build_id`].
+//!
 //! Needs the firmware to be linked with cortex-m-rt's `link.x` (which defines the stack
 //! symbols) and to be built with `-C force-frame-pointers=yes` (r7 chains on Thumb).
 #![deny(
@@ -23,6 +27,7 @@ use core::fmt;
 use cortex_m_semihosting::{nr, syscall};
 use postcard::ser_flavors::Flavor;
 
+use crate::snapshot::MappingRef;
 use crate::{Captured, FramePointerStack, StackRange, StackSource};
 
 extern "C" {
@@ -30,6 +35,57 @@ extern "C" {
     static _stack_start: u32;
     /// Lowest address the stack may grow to, from cortex-m-rt's `link.x` (0.7.4+).
     static _stack_end: u32;
+}
+
+extern "C" {
+    /// Start and end of the `.note.gnu.build-id` note in flash (the guide's memory.x).
+    static __heapsnap_build_id_start: u8;
+    static __heapsnap_build_id_end: u8;
+    /// Start and end of `.text`, from cortex-m-rt's `link.x`: where return addresses are.
+    static __stext: u8;
+    static __etext: u8;
+}
+
+/// The GNU build id the linker wrote into this firmware (empty if the note is missing
+/// or malformed). Needs `--build-id` on the link line and the note kept in flash
+/// between two symbols, in `memory.x` after the `MEMORY` block:
+///
+/// ```text
+/// SECTIONS {
+///   .heapsnap_build_id : ALIGN(4) {
+///     __heapsnap_build_id_start = .;
+///     KEEP(*(.note.gnu.build-id));
+///     __heapsnap_build_id_end = .;
+///   } > FLASH
+/// } INSERT AFTER .rodata;
+/// ```
+///
+/// and `"-C", "link-arg=--build-id=sha1"` in the target's rustflags (rust-lld, GNU ld).
+/// `#[inline]`: a firmware that never asks for it needs neither.
+#[inline]
+pub fn build_id() -> &'static [u8] {
+    let start = core::ptr::addr_of!(__heapsnap_build_id_start);
+    let end = core::ptr::addr_of!(__heapsnap_build_id_end);
+    let len = (end as usize).saturating_sub(start as usize);
+    // SAFETY: the linker script places the note (in flash, read-only, 'static) between
+    // the two symbols.
+    let note = unsafe { core::slice::from_raw_parts(start, len) };
+    crate::note::gnu_build_id(note).unwrap_or(&[])
+}
+
+/// This firmware as the one mapping of its snapshots: `.text` at its link addresses,
+/// named `name`, with [`build_id`]. The host matches the `--elf` it is given by that
+/// id (a different build is an error) and takes the file offset from the ELF (a
+/// firmware cannot know where the linker put `.text` in the file: the offset sent is 0).
+#[inline]
+pub fn firmware_mapping(name: &'static str) -> MappingRef<'static> {
+    MappingRef {
+        start: core::ptr::addr_of!(__stext) as u64,
+        end: core::ptr::addr_of!(__etext) as u64,
+        offset: 0,
+        name,
+        build_id: build_id(),
+    }
 }
 
 /// Frame-pointer stacks read only inside the cortex-m-rt stack region. Zero-sized: a

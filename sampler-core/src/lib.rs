@@ -40,6 +40,11 @@ mod counters;
 pub mod mailbox;
 #[cfg(all(feature = "std", target_os = "linux"))]
 pub mod mappings;
+#[cfg_attr(
+    not(all(feature = "cortex-m", target_arch = "arm", target_os = "none")),
+    allow(dead_code)
+)]
+mod note;
 mod profiler;
 pub mod sampler;
 mod source;

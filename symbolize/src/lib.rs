@@ -62,6 +62,9 @@ pub struct Elf {
     name: String,
     build_id: Option<Vec<u8>>,
     arm: bool,
+    /// `ET_EXEC`: loaded at its link addresses (firmware, a non-PIE program), so a
+    /// runtime address is an ELF address whatever the mapping's file offset says.
+    exec: bool,
     /// Bytes per address: 4 or 8 (the ELF class).
     word_size: u8,
     /// PT_LOAD segments: (file offset, file size, virtual address, memory size).
@@ -123,6 +126,7 @@ impl Elf {
         }
         let build_id = obj.build_id().map_err(not_elf)?.map(<[u8]>::to_vec);
         let arm = matches!(obj.architecture(), object::Architecture::Arm);
+        let exec = obj.kind() == object::ObjectKind::Executable;
         // Thumb code, kept to check that return addresses follow calls (firmware has
         // no build id to check against; see `follows_call`). Small: flash-sized.
         let arm_code = if arm {
@@ -195,6 +199,7 @@ impl Elf {
             name: name.to_owned(),
             build_id,
             arm,
+            exec,
             word_size: if obj.is_64() { 8 } else { 4 },
             segments,
             arm_code,
@@ -281,6 +286,21 @@ impl Elf {
             .iter()
             .find(|&&(o, size, _, _)| off >= o && off - o < size)
             .map(|&(o, _, vaddr, _)| vaddr.wrapping_add(off - o))
+    }
+
+    /// Loaded at its link addresses (`ET_EXEC`: firmware, a non-PIE program)?
+    pub fn is_exec(&self) -> bool {
+        self.exec
+    }
+
+    /// The file offset `vaddr` is loaded from (inverse of
+    /// [`vaddr_of_file_offset`](Self::vaddr_of_file_offset)): the offset a pprof
+    /// mapping of an `ET_EXEC` ELF must carry, which firmware cannot know itself.
+    pub fn file_offset_of_vaddr(&self, vaddr: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|&&(_, size, v, _)| vaddr >= v && vaddr - v < size)
+            .map(|&(o, _, v, _)| o.wrapping_add(vaddr - v))
     }
 
     /// Is `vaddr` inside one of the loadable segments?

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 #[non_exhaustive]
 pub enum ConvertError {
     /// An ELF given by the user is from another build than the snapshot's program.
-    #[error("{elf}: build id {elf_id} does not match the snapshot's mapping {mapping} (build id {mapping_id}): the snapshot was taken from a different build of this program")]
+    #[error("{elf}: build id {elf_id} does not match the snapshot's mapping {mapping} (build id {mapping_id}): the snapshot was taken from a different build of this program (--force-elf uses it anyway)")]
     BuildIdMismatch {
         /// The ELF's name.
         elf: String,
@@ -68,8 +68,11 @@ pub struct Resolver<'s> {
     warnings: Vec<String>,
 }
 
+/// The program a path names: its file name, without an `.elf` suffix (cargo's
+/// `my-firmware` and the `my-firmware.elf` copy next to the snapshots are one program).
 fn basename(p: &str) -> &str {
-    p.rsplit(['/', '\\']).next().unwrap_or(p)
+    let name = p.rsplit(['/', '\\']).next().unwrap_or(p);
+    name.strip_suffix(".elf").unwrap_or(name)
 }
 
 impl<'s> Resolver<'s> {
@@ -83,9 +86,31 @@ impl<'s> Resolver<'s> {
         given: Vec<Elf>,
         load: Option<Loader<'_>>,
     ) -> Result<Self, ConvertError> {
+        Self::build(snap, given, load, false)
+    }
+
+    /// As [`Resolver::new`], for a user who insists (`--force-elf`): one given ELF
+    /// serves every mapping, whatever its build id or name says. With several ELFs the
+    /// matching is as in `new`.
+    pub fn forced(
+        snap: &'s Snapshot,
+        given: Vec<Elf>,
+        load: Option<Loader<'_>>,
+    ) -> Result<Self, ConvertError> {
+        Self::build(snap, given, load, true)
+    }
+
+    fn build(
+        snap: &'s Snapshot,
+        given: Vec<Elf>,
+        load: Option<Loader<'_>>,
+        force: bool,
+    ) -> Result<Self, ConvertError> {
         let firmware = snap.mappings.is_empty();
         let mut by_mapping = if firmware {
             Vec::new()
+        } else if force && given.len() == 1 {
+            vec![Some(0); snap.mappings.len()]
         } else {
             match_given(snap, &given)?
         };
@@ -203,7 +228,18 @@ impl Symbols for Resolver<'_> {
 
     fn mappings(&self) -> Vec<(Mapping, String, String)> {
         if !self.firmware {
-            return snapshot_mappings(self.snap);
+            let mut ms = snapshot_mappings(self.snap);
+            // An ELF at its link addresses (a firmware's mapping, which sends offset 0):
+            // the offset pprof readers need is where the ELF's segment puts the start.
+            for (i, (m, _, _)) in ms.iter_mut().enumerate() {
+                let elf = self.by_mapping.get(i).copied().flatten();
+                if let Some(e) = elf.map(|e| &self.elves[e]).filter(|e| e.is_exec()) {
+                    if let Some(off) = e.file_offset_of_vaddr(m.memory_start) {
+                        m.file_offset = off;
+                    }
+                }
+            }
+            return ms;
         }
         // Firmware: one mapping per ELF, over its link addresses.
         self.elves
@@ -236,6 +272,9 @@ impl Symbols for Resolver<'_> {
             let mi = mapping_index(self.snap, addr);
             let elf = mi.and_then(|i| self.by_mapping[i]).map(|e| &self.elves[e]);
             let vaddr = match (mi, elf) {
+                // Loaded at its link addresses: the address is the ELF's (a firmware's
+                // mapping cannot know its file offset and sends 0).
+                (Some(_), Some(e)) if e.is_exec() => Some(addr),
                 (Some(i), Some(e)) => {
                     let m = &self.snap.mappings[i];
                     e.vaddr_of_file_offset(addr - m.start + m.offset)

@@ -499,6 +499,66 @@ fn thumb_stacks_are_whole_and_nothing_was_dropped() {
 /// give confident garbage with exit 0; now the return addresses that follow no call
 /// instruction in it are counted and the ELF is refused, unless `--force-elf`. The
 /// right ELF passes without a warning.
+/// Every firmware snapshot names its build: `inspect` shows the mapping with the ELF's
+/// build id, and the converted profile's mapping has the ELF's build id and the file
+/// offset of `.text` taken from the ELF (the firmware sends 0: it cannot know it).
+#[test]
+fn firmware_snapshots_carry_the_elfs_build_id_and_pprof_gets_the_file_offset() {
+    let out = firmware_out();
+    let elf = out.join(ELF_NAME);
+    let snap = snapshots(&out).pop().unwrap();
+    let notes = run(Command::new("readelf").arg("-n").arg(&elf));
+    let id = notes
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: "))
+        .unwrap_or_else(|| panic!("the firmware ELF has no build id:\n{notes}"))
+        .to_owned();
+    let inspect = run(Command::new(heapsnap()).arg("inspect").arg(&snap));
+    assert!(
+        inspect.contains(&id),
+        "inspect does not show build id {id}:\n{inspect}"
+    );
+    // `.text`'s file offset and address, from the ELF's section headers.
+    let sections = run(Command::new("readelf").args(["-W", "-S"]).arg(&elf));
+    let text = sections
+        .lines()
+        .find(|l| l.contains(" .text "))
+        .unwrap_or_else(|| panic!("no .text in:\n{sections}"));
+    let cols: Vec<&str> = text.split_whitespace().collect();
+    let at = cols.iter().position(|c| *c == ".text").unwrap();
+    let (addr, off) = (
+        u64::from_str_radix(cols[at + 2], 16).unwrap(),
+        u64::from_str_radix(cols[at + 3], 16).unwrap(),
+    );
+    let pb = convert(&out, &snap, "build-id");
+    let raw = pprof(&["-raw"], &pb);
+    let mapping = raw
+        .lines()
+        .skip_while(|l| !l.starts_with("Mappings"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no mapping in pprof -raw:\n{raw}"));
+    // `1: 0x400/0x8250/0x10400 heapsnap-firmware.elf <build id> [FN][FL]…`
+    let want = format!("{addr:#x}/");
+    assert!(
+        mapping.contains(&want),
+        "mapping does not start at .text {addr:#x}: {mapping}"
+    );
+    let offset = mapping
+        .split_whitespace()
+        .nth(1)
+        .and_then(|r| r.rsplit('/').next())
+        .unwrap_or_default();
+    assert_eq!(
+        offset,
+        format!("{off:#x}"),
+        "file offset of .text: {mapping}"
+    );
+    assert!(
+        mapping.contains(&id),
+        "pprof mapping without build id {id}: {mapping}"
+    );
+}
+
 #[test]
 fn another_builds_elf_is_refused_for_a_firmware_snapshot() {
     let matrix = firmware_out().join("matrix");
@@ -513,9 +573,20 @@ fn another_builds_elf_is_refused_for_a_firmware_snapshot() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
+    // The snapshot carries the firmware's build id (cortex_m::firmware_mapping): the
+    // other build's ELF is refused by its id, both ids named.
+    let id = |elf: &Path| {
+        let text = run(Command::new("readelf").arg("-n").arg(elf));
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_owned))
+            .unwrap_or_else(|| panic!("{} has no build id:\n{text}", elf.display()))
+    };
+    let (wrong_id, right_id) = (id(&wrong), id(&right));
+    assert_ne!(wrong_id, right_id);
     assert!(
-        err.contains("does not fit the snapshot")
-            && err.contains("do not follow a call instruction")
+        err.contains(&format!("build id {wrong_id}"))
+            && err.contains(&format!("build id {right_id}"))
+            && err.contains("different build")
             && err.contains("--force-elf"),
         "{err}"
     );
