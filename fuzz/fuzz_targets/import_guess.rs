@@ -5,19 +5,12 @@
 //! set by `cargo xtask test`) no input that makes memory grow past its budget.
 #![no_main]
 
-use heapsnap_profile::import::{self, Input, NoSymbols};
-use heapsnap_profile::limits::{Budget, Limits};
-use libfuzzer_sys::fuzz_target;
+mod limits;
 
-/// Tight limits for fuzz-sized inputs: with `-malloc_limit_mb=64` any decode that
-/// grows past its entry budget (the inflate cap included) is a reported crash.
-fn limits() -> Limits {
-    Limits {
-        inflated_size: 8 << 20,
-        entries_base: 1 << 16,
-        ..Limits::default()
-    }
-}
+use heapsnap_profile::import::{self, Input, NoSymbols};
+use heapsnap_profile::limits::Budget;
+use libfuzzer_sys::fuzz_target;
+use limits::limits;
 
 fuzz_target!(|data: &[u8]| {
     let limits = limits();

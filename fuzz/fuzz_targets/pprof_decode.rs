@@ -3,20 +3,12 @@
 //! allocation; a decoded profile re-encodes to the same profile.
 #![no_main]
 
+mod limits;
+
 use heapsnap_profile::analysis::{self, Filter};
-use heapsnap_profile::limits::Limits;
 use heapsnap_profile::profile::{decode, decode_limited, diff, encode};
 use libfuzzer_sys::fuzz_target;
-
-/// Tight limits for fuzz-sized inputs: with `-malloc_limit_mb=64` any decode that
-/// grows past its entry budget (the inflate cap included) is a reported crash.
-fn limits() -> Limits {
-    Limits {
-        inflated_size: 8 << 20,
-        entries_base: 1 << 16,
-        ..Limits::default()
-    }
-}
+use limits::limits;
 
 fuzz_target!(|data: &[u8]| {
     // A small cap keeps gzip bombs fast; the caps themselves are what is being tested.

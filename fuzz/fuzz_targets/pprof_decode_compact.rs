@@ -5,25 +5,23 @@
 //! agrees with the one-buffer form.
 #![no_main]
 
+mod limits;
+
 use heapsnap_profile::analysis::{self, decode_compact_limited, CompactDecoder, Filter, Index};
-use heapsnap_profile::limits::Limits;
 use heapsnap_profile::profile::decode_limited;
 use libfuzzer_sys::fuzz_target;
-
-/// Tight limits for fuzz-sized inputs: with `-malloc_limit_mb=64` any decode that
-/// grows past its entry budget (the inflate cap included) is a reported crash.
-fn limits() -> Limits {
-    Limits {
-        inflated_size: 8 << 20,
-        entries_base: 1 << 16,
-        ..Limits::default()
-    }
-}
+use limits::limits;
 
 fuzz_target!(|data: &[u8]| {
     let full = decode_limited(data, &limits());
     let compact = decode_compact_limited(data, &limits());
-    assert_eq!(full.is_ok(), compact.is_ok(), "{:?} vs {:?}", full.as_ref().err(), compact.as_ref().err());
+    assert_eq!(
+        full.is_ok(),
+        compact.is_ok(),
+        "{:?} vs {:?}",
+        full.as_ref().err(),
+        compact.as_ref().err()
+    );
     if !heapsnap_profile::profile::is_gzip(data) {
         let mut d = CompactDecoder::with_limits(&limits(), data.len() as u64);
         let piece = 1 + data.len() % 13;
@@ -39,7 +37,10 @@ fuzz_target!(|data: &[u8]| {
     };
     let ix = Index::new(&c);
     for i in 0..f.sample_type.len() {
-        assert_eq!(analysis::top(&f, i, &Filter::none()), ix.top(i, &Filter::none()));
+        assert_eq!(
+            analysis::top(&f, i, &Filter::none()),
+            ix.top(i, &Filter::none())
+        );
         let tree = ix.flame(i, &Filter::none());
         for (k, n) in tree.nodes.iter().enumerate() {
             assert!(n.end as usize > k && n.end as usize <= tree.nodes.len());
