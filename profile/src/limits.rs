@@ -219,8 +219,15 @@ impl Budget {
         if self.used <= self.max {
             return Ok(());
         }
+        Err(self.over_budget(at()))
+    }
+
+    /// The error of [`Self::charge`], built in one place (not once per caller).
+    #[cold]
+    #[inline(never)]
+    fn over_budget(&self, at: String) -> LimitError {
         let l = &self.limits;
-        Err(LimitError {
+        LimitError {
             name: "entries-per-byte",
             limit: l.entries_per_byte,
             what: "decoded entries".into(),
@@ -229,8 +236,8 @@ impl Budget {
                 l.entries_base, l.entries_per_byte, self.input_len, self.max
             ),
             count: self.used,
-            at: at(),
-        })
+            at,
+        }
     }
 
     /// Checks a count against one of the per-item caps (`stack-depth`, `table-entries`,
@@ -243,23 +250,41 @@ impl Budget {
         what: impl FnOnce() -> String,
         at: impl FnOnce() -> String,
     ) -> Result<(), LimitError> {
-        let limit = match name {
+        let limit = self.cap_of(name);
+        if count <= limit {
+            return Ok(());
+        }
+        Err(over_cap(name, limit, count, what(), at()))
+    }
+
+    /// The value of a per-item cap by name (`u64::MAX` for any other name).
+    pub(crate) fn cap_of(&self, name: &str) -> u64 {
+        match name {
             "stack-depth" => self.limits.stack_depth,
             "table-entries" => self.limits.table_entries,
             "lines-per-location" => self.limits.lines_per_location,
             "labels-per-sample" => self.limits.labels_per_sample,
             _ => u64::MAX,
-        };
-        if count <= limit {
-            return Ok(());
         }
-        Err(LimitError {
-            name,
-            limit,
-            what: what(),
-            detail: String::new(),
-            count,
-            at: at(),
-        })
+    }
+}
+
+/// The error of [`Budget::cap`], built in one place (not once per caller).
+#[cold]
+#[inline(never)]
+pub(crate) fn over_cap(
+    name: &'static str,
+    limit: u64,
+    count: u64,
+    what: String,
+    at: String,
+) -> LimitError {
+    LimitError {
+        name,
+        limit,
+        what,
+        detail: String::new(),
+        count,
+        at,
     }
 }

@@ -6,7 +6,7 @@
 //! allocates anything for it. Allocates nothing itself.
 
 use super::ProfileError;
-use crate::limits::Budget;
+use crate::limits::{over_cap, Budget};
 
 /// How a field of a message is read.
 #[derive(Clone, Copy)]
@@ -174,25 +174,52 @@ const ROOT: Path<'static> = Path {
 struct Ctx<'a> {
     raw: &'a [u8],
     inflated: bool,
+    /// Where `raw` starts in the stream (offsets in errors are the stream's).
+    base: usize,
 }
 
 impl Ctx<'_> {
+    #[inline(never)]
     fn at(&self, offset: usize, path: &Path<'_>) -> String {
         let of = if self.inflated {
             " of the inflated data"
         } else {
             ""
         };
-        format!("byte {offset}{of} ({path})")
+        format!("byte {}{of} ({path})", self.base + offset)
     }
 
-    fn wire(&self, offset: usize, path: &Path<'_>, what: impl Into<String>) -> ProfileError {
+    /// The one constructor of a wire error (not inlined into every check).
+    #[cold]
+    #[inline(never)]
+    fn wire(&self, offset: usize, path: &Path<'_>, what: &dyn std::fmt::Display) -> ProfileError {
         ProfileError::Wire {
-            offset,
+            offset: self.base + offset,
             inflated: self.inflated,
             path: path.to_string(),
-            what: what.into(),
+            what: what.to_string(),
         }
+    }
+
+    /// A count past one of the per-item caps.
+    #[cold]
+    #[inline(never)]
+    fn over_cap(
+        &self,
+        at: usize,
+        path: &Path<'_>,
+        fd: &Field,
+        count: u64,
+        limit: u64,
+    ) -> ProfileError {
+        let (name, what) = match fd.count {
+            Count::Depth => ("stack-depth", "location ids in one sample's stack"),
+            Count::Labels => ("labels-per-sample", "labels in one sample"),
+            Count::Lines => ("lines-per-location", "lines in one location"),
+            _ => ("table-entries", "entries in one table"),
+        };
+        let what = format!("{what} ({})", fd.name);
+        over_cap(name, limit, count, what, self.at(at, path)).into()
     }
 }
 
@@ -210,7 +237,7 @@ impl Scan {
     /// scanned; an incomplete last field waits for more bytes.
     pub(crate) fn feed(&mut self, raw: &[u8]) -> Result<(), ProfileError> {
         while self.pos < raw.len() {
-            match self.top_field(raw, false)? {
+            match self.top_field(raw, self.pos, 0, false)? {
                 Some(end) => self.pos = end,
                 None => break,
             }
@@ -222,7 +249,7 @@ impl Scan {
     pub(crate) fn finish(&mut self, raw: &[u8]) -> Result<(), ProfileError> {
         self.feed(raw)?;
         if self.pos < raw.len() {
-            self.top_field(raw, true)?;
+            self.top_field(raw, self.pos, 0, true)?;
         }
         Ok(())
     }
@@ -230,59 +257,37 @@ impl Scan {
     /// Scans one top-level field given as its own bytes (the streaming decoder's
     /// pieces) that starts at `offset` of the stream.
     pub(crate) fn field_at(&mut self, whole: &[u8], offset: usize) -> Result<(), ProfileError> {
-        let (pos, base) = (self.pos, offset);
-        self.pos = 0;
-        let r = self.top_field(whole, true);
-        self.pos = pos;
-        r.map(|_| ()).map_err(|e| match e {
-            ProfileError::Wire {
-                offset,
-                inflated,
-                path,
-                what,
-            } => ProfileError::Wire {
-                offset: offset + base,
-                inflated,
-                path,
-                what,
-            },
-            e => e,
-        })
+        self.top_field(whole, 0, offset, true).map(|_| ())
     }
 
-    /// The top-level field at `self.pos`: its end, or `None` when it continues past
-    /// the bytes read so far (an error instead when `last`).
-    fn top_field(&mut self, raw: &[u8], last: bool) -> Result<Option<usize>, ProfileError> {
-        let cx = Ctx {
-            raw,
-            inflated: self.inflated,
-        };
-        let start = self.pos;
+    /// The top-level field at `raw[start..]` (`raw` starting at `base` of the stream):
+    /// its end, or `None` when it continues past the bytes read so far (an error
+    /// instead when `last`).
+    fn top_field(
+        &mut self,
+        raw: &[u8],
+        start: usize,
+        base: usize,
+        last: bool,
+    ) -> Result<Option<usize>, ProfileError> {
         if !last && !complete(&raw[start..]) {
             return Ok(None);
         }
+        let cx = Ctx {
+            raw,
+            inflated: self.inflated,
+            base,
+        };
         let mut pos = start;
-        let (tag, wire) = key(raw, &mut pos).map_err(|e| e.at(&cx, start, &ROOT, "field key"))?;
-        let Some(fd) = PROFILE.iter().find(|f| f.tag == tag) else {
-            skip(&cx, &mut pos, tag, wire, &ROOT, 0)?;
-            return Ok(Some(pos));
-        };
-        let count = &mut self.tables[fd.tag as usize];
-        let path = Path {
-            parent: None,
-            name: fd.name,
-            index: (fd.repeated && !matches!(fd.kind, Varints)).then_some(*count),
-        };
-        value(
+        one_field(
             &cx,
             &mut self.budget,
             &mut pos,
-            start,
-            wire,
-            fd,
-            &path,
+            PROFILE,
+            &ROOT,
+            true,
             0,
-            count,
+            &mut self.tables,
         )?;
         Ok(Some(pos))
     }
@@ -313,9 +318,37 @@ fn complete(b: &[u8]) -> bool {
     }
 }
 
+/// One field (key and value) of a message described by `fields` at `*pos`: checked,
+/// and its elements counted in `counts` (by tag: the running count of each field in
+/// its message: table size, stack depth, labels, lines). `path` is the message's;
+/// `top`: it is the profile itself (whose fields' paths start without `profile.`).
+#[allow(clippy::too_many_arguments)]
+fn one_field(
+    cx: &Ctx<'_>,
+    budget: &mut Budget,
+    pos: &mut usize,
+    fields: &'static [Field],
+    path: &Path<'_>,
+    top: bool,
+    depth: u32,
+    counts: &mut [u64; 16],
+) -> Result<(), ProfileError> {
+    let at = *pos;
+    let (tag, wire) = key(cx.raw, pos).map_err(|e| e.at(cx, at, path, "field key"))?;
+    let Some(fd) = fields.iter().find(|f| f.tag == tag) else {
+        return skip(cx, pos, tag, wire, path, depth);
+    };
+    let count = &mut counts[fd.tag as usize];
+    let sub_path = Path {
+        parent: if top { None } else { Some(path) },
+        name: fd.name,
+        index: (fd.repeated && !matches!(fd.kind, Varints)).then_some(*count),
+    };
+    value(cx, budget, pos, at, wire, fd, &sub_path, depth, count)
+}
+
 /// Reads the value of a field whose key was read (`pos` after the key), checks it
-/// against its description, and counts its elements in `count` (the running count of
-/// this field in its message: table size, stack depth, labels, lines).
+/// against its description, and counts its elements in `count`.
 #[allow(clippy::too_many_arguments)]
 fn value(
     cx: &Ctx<'_>,
@@ -329,11 +362,7 @@ fn value(
     count: &mut u64,
 ) -> Result<(), ProfileError> {
     let n = match (fd.kind, wire) {
-        (Varint, 0) => {
-            varint(cx.raw, pos).map_err(|e| e.at(cx, at, path, "varint"))?;
-            0
-        }
-        (Varints, 0) => {
+        (Varint | Varints, 0) => {
             varint(cx.raw, pos).map_err(|e| e.at(cx, at, path, "varint"))?;
             1
         }
@@ -344,32 +373,51 @@ fn value(
         (Str, 2) => {
             let body = bytes(cx, pos, path)?;
             std::str::from_utf8(body)
-                .map_err(|_| cx.wire(at, path, "string is not valid UTF-8"))?;
+                .map_err(|_| cx.wire(at, path, &"string is not valid UTF-8"))?;
             1
         }
         (Msg(fields), 2) => {
             if depth >= RECURSION_LIMIT {
-                return Err(cx.wire(at, path, "recursion limit reached"));
+                return Err(cx.wire(at, path, &"recursion limit reached"));
             }
             let body = bytes(cx, pos, path)?;
-            let start = *pos - body.len();
-            message(cx, budget, start, body.len(), fields, path, depth + 1)?;
+            let end = *pos;
+            let sub = Ctx {
+                raw: &cx.raw[..end],
+                inflated: cx.inflated,
+                base: cx.base,
+            };
+            let mut p = end - body.len();
+            // Per field of this message (by tag): elements so far.
+            let mut counts = [0u64; 16];
+            while p < end {
+                one_field(
+                    &sub,
+                    budget,
+                    &mut p,
+                    fields,
+                    path,
+                    false,
+                    depth + 1,
+                    &mut counts,
+                )?;
+            }
             1
         }
         _ => {
+            let expected = match fd.kind {
+                Varint => "0 (varint)",
+                Varints => "0 (varint) or 2 (packed)",
+                _ => "2 (length-delimited)",
+            };
             return Err(cx.wire(
                 at,
                 path,
-                format!(
-                    "invalid wire type {wire} ({}), expected {}",
-                    wire_name(wire),
-                    match fd.kind {
-                        Varint => "0 (varint)",
-                        Varints => "0 (varint) or 2 (packed)",
-                        _ => "2 (length-delimited)",
-                    }
+                &format_args!(
+                    "invalid wire type {wire} ({}), expected {expected}",
+                    wire_name(wire)
                 ),
-            ))
+            ));
         }
     };
     if !fd.repeated {
@@ -377,59 +425,16 @@ fn value(
     }
     *count += n;
     budget.charge(n, || cx.at(at, path))?;
-    let (name, what) = match fd.count {
-        Count::Table => ("table-entries", "entries in one table"),
-        Count::Depth => ("stack-depth", "location ids in one sample's stack"),
-        Count::Labels => ("labels-per-sample", "labels in one sample"),
-        Count::Lines => ("lines-per-location", "lines in one location"),
+    let l = &budget.limits;
+    let limit = match fd.count {
+        Count::Table => l.table_entries,
+        Count::Depth => l.stack_depth,
+        Count::Labels => l.labels_per_sample,
+        Count::Lines => l.lines_per_location,
         Count::None => return Ok(()),
     };
-    let what = || format!("{what} ({})", fd.name);
-    budget.cap(name, *count, what, || cx.at(at, path))?;
-    Ok(())
-}
-
-/// The fields of an embedded message at `cx.raw[start..start + len]`.
-fn message(
-    cx: &Ctx<'_>,
-    budget: &mut Budget,
-    start: usize,
-    len: usize,
-    fields: &'static [Field],
-    path: &Path<'_>,
-    depth: u32,
-) -> Result<(), ProfileError> {
-    let sub = Ctx {
-        raw: &cx.raw[..start + len],
-        inflated: cx.inflated,
-    };
-    let mut pos = start;
-    // Per field of this message (by position in `fields`): elements so far.
-    let mut counts = [0u64; 16];
-    while pos < sub.raw.len() {
-        let at = pos;
-        let (tag, wire) = key(sub.raw, &mut pos).map_err(|e| e.at(&sub, at, path, "field key"))?;
-        let Some(i) = fields.iter().position(|f| f.tag == tag) else {
-            skip(&sub, &mut pos, tag, wire, path, depth)?;
-            continue;
-        };
-        let fd = &fields[i];
-        let sub_path = Path {
-            parent: Some(path),
-            name: fd.name,
-            index: (fd.repeated && matches!(fd.kind, Msg(_))).then_some(counts[i]),
-        };
-        value(
-            &sub,
-            budget,
-            &mut pos,
-            at,
-            wire,
-            fd,
-            &sub_path,
-            depth,
-            &mut counts[i],
-        )?;
+    if *count > limit {
+        return Err(cx.over_cap(at, path, fd, *count, limit));
     }
     Ok(())
 }
@@ -459,14 +464,14 @@ fn skip(
         2 => bytes(cx, pos, path).map(|_| ()),
         3 => {
             if depth >= RECURSION_LIMIT {
-                return Err(cx.wire(at, path, "recursion limit reached"));
+                return Err(cx.wire(at, path, &"recursion limit reached"));
             }
             loop {
                 let k = *pos;
                 let (t, w) = key(cx.raw, pos).map_err(|e| e.at(cx, k, path, "group"))?;
                 if w == 4 {
                     if t != tag {
-                        return Err(cx.wire(k, path, "unexpected end group tag"));
+                        return Err(cx.wire(k, path, &"unexpected end group tag"));
                     }
                     return Ok(());
                 }
@@ -476,7 +481,7 @@ fn skip(
         _ => Err(cx.wire(
             at,
             path,
-            format!("invalid wire type {wire} ({})", wire_name(wire)),
+            &format_args!("invalid wire type {wire} ({})", wire_name(wire)),
         )),
     }
 }
@@ -506,9 +511,9 @@ impl Bad {
             Bad::Short => cx.wire(
                 offset,
                 path,
-                format!("the input ends inside a {what} (truncated?)"),
+                &format_args!("the input ends inside a {what} (truncated?)"),
             ),
-            Bad::Malformed(m) => cx.wire(offset, path, m),
+            Bad::Malformed(m) => cx.wire(offset, path, &m),
         }
     }
 }
@@ -557,7 +562,9 @@ fn bytes<'a>(cx: &Ctx<'a>, pos: &mut usize, path: &Path<'_>) -> Result<&'a [u8],
         return Err(cx.wire(
             at,
             path,
-            format!("length {n} runs past the end of its message ({left} bytes left; truncated?)"),
+            &format_args!(
+                "length {n} runs past the end of its message ({left} bytes left; truncated?)"
+            ),
         ));
     }
     let body = &cx.raw[*pos..*pos + n as usize];
@@ -575,7 +582,7 @@ fn packed(cx: &Ctx<'_>, body: &[u8], at: usize, path: &Path<'_>) -> Result<u64, 
             return Err(cx.wire(
                 at,
                 path,
-                "packed field holds an invalid varint (over 64 bits)",
+                &"packed field holds an invalid varint (over 64 bits)",
             ));
         }
         if b < 0x80 {
@@ -584,7 +591,7 @@ fn packed(cx: &Ctx<'_>, body: &[u8], at: usize, path: &Path<'_>) -> Result<u64, 
         }
     }
     if run != 0 {
-        return Err(cx.wire(at, path, "packed field ends inside a varint"));
+        return Err(cx.wire(at, path, &"packed field ends inside a varint"));
     }
     Ok(n)
 }
