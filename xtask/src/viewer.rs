@@ -7,8 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Bundle budgets (docs/STYLE.md "Watch the bundle"): the optimized `.wasm`, raw and gzipped.
-const BUDGET_RAW: u64 = 300 * 1024;
-const BUDGET_GZ: u64 = 120 * 1024;
+/// 300 / 120 KiB until the hostile-input work (issue 12): counting every decoded entry
+/// against the memory budget in the browser (the pprof pre-scan, its offsets and limit
+/// errors) and checked 64-bit totals cost ~10 KiB raw / ~6 KiB gzipped, raised once,
+/// here, to 310 / 128; winning it back is tracked in the issue notes.
+const BUDGET_RAW: u64 = 310 * 1024;
+const BUDGET_GZ: u64 = 128 * 1024;
 
 const TARGET: &str = "wasm32-unknown-unknown";
 
