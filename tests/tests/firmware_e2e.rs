@@ -499,6 +499,15 @@ fn thumb_stacks_are_whole_and_nothing_was_dropped() {
 /// give confident garbage with exit 0; now the return addresses that follow no call
 /// instruction in it are counted and the ELF is refused, unless `--force-elf`. The
 /// right ELF passes without a warning.
+/// The GNU build id of `elf` as `readelf -n` prints it (hex).
+fn build_id(elf: &Path) -> String {
+    let notes = run(Command::new("readelf").arg("-n").arg(elf));
+    notes
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_owned))
+        .unwrap_or_else(|| panic!("{} has no build id:\n{notes}", elf.display()))
+}
+
 /// Every firmware snapshot names its build: `inspect` shows the mapping with the ELF's
 /// build id, and the converted profile's mapping has the ELF's build id and the file
 /// offset of `.text` taken from the ELF (the firmware sends 0: it cannot know it).
@@ -507,12 +516,7 @@ fn firmware_snapshots_carry_the_elfs_build_id_and_pprof_gets_the_file_offset() {
     let out = firmware_out();
     let elf = out.join(ELF_NAME);
     let snap = snapshots(&out).pop().unwrap();
-    let notes = run(Command::new("readelf").arg("-n").arg(&elf));
-    let id = notes
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Build ID: "))
-        .unwrap_or_else(|| panic!("the firmware ELF has no build id:\n{notes}"))
-        .to_owned();
+    let id = build_id(&elf);
     let inspect = run(Command::new(heapsnap()).arg("inspect").arg(&snap));
     assert!(
         inspect.contains(&id),
@@ -575,13 +579,7 @@ fn another_builds_elf_is_refused_for_a_firmware_snapshot() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     // The snapshot carries the firmware's build id (cortex_m::firmware_mapping): the
     // other build's ELF is refused by its id, both ids named.
-    let id = |elf: &Path| {
-        let text = run(Command::new("readelf").arg("-n").arg(elf));
-        text.lines()
-            .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_owned))
-            .unwrap_or_else(|| panic!("{} has no build id:\n{text}", elf.display()))
-    };
-    let (wrong_id, right_id) = (id(&wrong), id(&right));
+    let (wrong_id, right_id) = (build_id(&wrong), build_id(&right));
     assert_ne!(wrong_id, right_id);
     assert!(
         err.contains(&format!("build id {wrong_id}"))

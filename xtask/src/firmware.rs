@@ -138,16 +138,7 @@ fn matrix_workspace() -> Res<PathBuf> {
     let fw = tools::root().join("firmware");
     let ws = tools::root().join("target/fw-matrix");
     let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
-    let write = |p: &Path, text: &str| -> Res {
-        if let Some(dir) = p.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        }
-        // Unchanged files keep their mtime, so cargo's fingerprints hold across runs.
-        if std::fs::read_to_string(p).ok().as_deref() == Some(text) {
-            return Ok(());
-        }
-        std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
-    };
+    let write = tools::write_if_changed;
     let manifest = read(&fw.join("Cargo.toml"))?;
     let deps = manifest
         .split_once("\n[dependencies]\n")
@@ -196,10 +187,21 @@ fn matrix_workspace() -> Res<PathBuf> {
         &ws.join(".cargo/config.toml"),
         &read(&fw.join(".cargo/config.toml"))?,
     )?;
-    if !ws.join("Cargo.lock").is_file() {
-        write(&ws.join("Cargo.lock"), &read(&fw.join("Cargo.lock"))?)?;
-    }
+    seed_lock(&ws)?;
     Ok(ws)
+}
+
+/// The firmware's lock file as the seed of a generated crate's (`dir`), so it builds
+/// with the versions the demo is tested with (cargo adds what it needs beyond them).
+pub fn seed_lock(dir: &Path) -> Res {
+    let lock = dir.join("Cargo.lock");
+    if lock.is_file() {
+        return Ok(());
+    }
+    let seed = tools::root().join("firmware/Cargo.lock");
+    std::fs::copy(&seed, &lock)
+        .map(drop)
+        .map_err(|e| format!("copying {} to {}: {e}", seed.display(), lock.display()))
 }
 
 /// `cargo` in a firmware workspace `dir`, so its `.cargo/config.toml` applies.

@@ -14,8 +14,9 @@
 //! A block with neither fails the step: no Rust or TOML goes into the guide unchecked.
 
 use crate::firmware;
-use crate::tools::{self, Res};
-use std::path::{Path, PathBuf};
+use crate::firmware::seed_lock;
+use crate::tools::{self, write_if_changed as write, Res};
+use std::path::PathBuf;
 
 /// The documents whose blocks are compiled.
 const DOCS: &[&str] = &["docs/integrating.md", "README.md"];
@@ -128,31 +129,6 @@ pub fn build_and_run() -> Res<PathBuf> {
 /// Where `sampler-core` is, for the guide's `path = "…/sampler-core"`.
 fn sampler_core_path() -> String {
     format!("path = {:?}", tools::root().join("sampler-core"))
-}
-
-/// Write `text` to `path` unless it is already there (unchanged files keep their mtime,
-/// so cargo's fingerprints hold across runs).
-fn write(path: &Path, text: &str) -> Res {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
-    if std::fs::read_to_string(path).ok().as_deref() == Some(text) {
-        return Ok(());
-    }
-    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// The firmware's lock file as the seed of a generated crate's, so the guide builds with
-/// the versions the demo is tested with (cargo adds what the guide needs beyond them).
-fn seed_lock(dir: &Path) -> Res {
-    let lock = dir.join("Cargo.lock");
-    if lock.is_file() {
-        return Ok(());
-    }
-    let seed = tools::root().join("firmware/Cargo.lock");
-    std::fs::copy(&seed, &lock)
-        .map(drop)
-        .map_err(|e| format!("copying {} to {}: {e}", seed.display(), lock.display()))
 }
 
 /// One workspace, one library crate per snippet, built in one cargo invocation.

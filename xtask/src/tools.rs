@@ -18,6 +18,18 @@ pub fn root() -> PathBuf {
 }
 
 /// `.tools/` under the root: repo-local installs (cargo --root, npm prefix).
+/// Write a generated file unless it already holds `text`: unchanged files keep their
+/// mtime, so cargo's fingerprints of generated crates hold across runs.
+pub fn write_if_changed(path: &Path, text: &str) -> Res {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    if std::fs::read_to_string(path).ok().as_deref() == Some(text) {
+        return Ok(());
+    }
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 pub fn tools_dir() -> PathBuf {
     root().join(".tools")
 }
