@@ -87,6 +87,17 @@ fn amplified_empty_entries_stop_at_the_entry_budget() {
         );
         eprintln!("{err}");
     }
+    // The same in one gzip member (what the browser test opens): the same stop.
+    let gz = gen::empty_entries_gz_one_member(2, 64 << 20);
+    let budget = (1u64 << 20) + 8 * gz.len() as u64;
+    let f = write("empty-one-member.pb.gz", &gz);
+    fails_with(
+        &heapsnap(&["top", path(&f)]),
+        &[&format!(
+            "allows {budget}) at byte {} of the inflated data (sample[{budget}])",
+            2 * budget
+        )],
+    );
 }
 
 #[test]
@@ -116,6 +127,26 @@ fn a_deep_stack_is_over_the_stack_depth() {
             "too many frames in one stack (1000000, over the limit stack-depth=65536) at bucket 0 (stack id 1)",
             "--limit stack-depth=N",
         ],
+    );
+}
+
+#[test]
+fn a_deep_pprof_stack_and_a_one_field_gzip_bomb_are_refused() {
+    // The viewer's browser test (tests/tests/viewer_hostile.rs) opens the same files.
+    let f = write("deep.pb.gz", &gen::deep_pprof_gz(1_000_000));
+    fails_with(
+        &heapsnap(&["top", path(&f)]),
+        &[
+            "(1000000, over the limit stack-depth=65536)",
+            "(sample[0].location_id)",
+            "--limit stack-depth=N",
+        ],
+    );
+    // One string declared 300 MiB long, its bytes all there: only the cap stops it.
+    let f = write("huge-field.pb.gz", &gen::huge_field_gz(300 << 20, 1200));
+    fails_with(
+        &heapsnap(&["top", path(&f)]),
+        &["profile inflates to more than 268435456 bytes (the limit inflated-size)"],
     );
 }
 

@@ -4,7 +4,7 @@
 
 use crate::perf::mark;
 use crate::state::{Action, Slot};
-use heapsnap_profile::analysis::{decode_compact, CompactDecoder};
+use heapsnap_profile::analysis::{decode_compact, decode_compact_sized, CompactDecoder};
 use heapsnap_profile::limits::Limits;
 use heapsnap_profile::profile::{self, Profile, ProfileError};
 use js_sys::Uint8Array;
@@ -194,41 +194,89 @@ fn js_error(e: wasm_bindgen::JsValue) -> String {
 /// Decodes a profile while it is read, piece by piece as the browser delivers it
 /// (gzip inflated by the browser's own `DecompressionStream`, in a worker when it can
 /// be: there is no inflater in the wasm bundle): no whole copy of the file is ever in
-/// wasm memory. Whatever the streaming decoder cannot take (malformed, truncated,
-/// invalid, a gzip the browser rejects) is read again whole and decoded by
-/// `decode_compact`, which says what is wrong and where.
+/// wasm memory, and the page keeps answering input between pieces. A bad file is
+/// refused where the streaming decoder finds it wrong (malformed, truncated, over a
+/// limit, inflating past the cap), with the whole-file decoder's message, so a hostile
+/// file costs no more memory than its first bad field. Only what the stream cannot
+/// name (an invalid profile: the merge renumbers samples) is read again whole and
+/// decoded by `decode_compact` for the message, after the stream has been scanned
+/// within the limits.
 async fn decode_blob(blob: &web_sys::Blob) -> Result<Result<Profile, ProfileError>, ReadError> {
-    if let Some(p) = stream_decode(blob).await {
-        return Ok(Ok(p));
+    match stream_decode(blob).await? {
+        Ok(p) => Ok(Ok(p)),
+        Err(Some(e)) => Ok(Err(e)),
+        Err(None) => {
+            // Marked so that tests can tell a good or hostile file never takes this path.
+            mark("whole-file-decode");
+            let bytes = read_blob(blob).await?;
+            Ok(decode_compact_sized(
+                &bytes,
+                &Limits::default(),
+                blob.size() as u64,
+            ))
+        }
     }
-    // Marked so that tests can tell a good file never takes this slow path.
-    mark("whole-file-decode");
-    Ok(decode_compact(&read_blob(blob).await?))
 }
 
-/// `None`: not decodable this way (see [`decode_blob`]).
-async fn stream_decode(blob: &web_sys::Blob) -> Option<Profile> {
-    let (stream, _) = open(blob, true).await.ok()?;
+/// The streamed decode: `Err(None)` when only the whole-file decoder can say what is
+/// wrong (see [`decode_blob`]).
+async fn stream_decode(
+    blob: &web_sys::Blob,
+) -> Result<Result<Profile, Option<ProfileError>>, ReadError> {
+    let limits = Limits::default();
+    let size = blob.size() as u64;
+    if size > limits.input_size {
+        return Err(ReadError::Io(format!(
+            "the file is {size} bytes, over the viewer's limit input-size={}",
+            limits.input_size
+        )));
+    }
+    let (stream, gzipped) = open(blob).await?;
     // Counted against the limits for the file's own size, as the CLI counts.
-    let mut decoder = CompactDecoder::with_limits(&Limits::default(), blob.size() as u64);
+    let mut decoder = CompactDecoder::with_limits(&limits, size);
+    if gzipped {
+        decoder = decoder.inflated();
+    }
+    let cap = limits.inflated_cap();
     let mut total = 0usize;
-    // Past the cap (a gzip bomb) or undecodable here: the whole-file decoder reports it.
     let ended = pump(stream, &mut |piece| {
         total += piece.len();
-        total <= profile::DEFAULT_MAX_INFLATED && decoder.feed(piece)
+        (!gzipped || total <= cap) && decoder.feed(piece)
     })
-    .await
-    .ok()?;
-    if !ended || total == 0 {
-        return None;
+    .await;
+    match ended {
+        // The gzip is corrupt or truncated (the inflater's words), or the read failed.
+        Err(e) if gzipped => {
+            let mut why = js_error(e);
+            if why.contains("Junk found after end") {
+                // Chromium's words for a second gzip member (`cat a.gz b.gz`), which
+                // pprof reads and `DecompressionStream` does not.
+                why.push_str(
+                    " (several gzip members one after another? the browser inflates \
+                     only the first: gunzip the file and open the result)",
+                );
+            }
+            Ok(Err(Some(ProfileError::Gzip(why))))
+        }
+        Err(e) => Err(ReadError::Io(js_error(e))),
+        Ok(_) if gzipped && total > cap => Ok(Err(Some(ProfileError::TooLarge { limit: cap }))),
+        Ok(_) if total == 0 => Ok(Err(Some(ProfileError::Empty))),
+        // Ended, or stopped by the decoder: it says why. Finishing (the tables
+        // decoded, the merged samples built) is a task of its own, and so is what
+        // the page does with the result.
+        Ok(_) => {
+            let _ = JsFuture::from(yield_now()).await;
+            let done = decoder.finish();
+            let _ = JsFuture::from(yield_now()).await;
+            Ok(done)
+        }
     }
-    decoder.finish()
 }
 
 /// The bytes of a file or response, inflated if gzipped (by the browser: there is no
 /// inflater in the wasm bundle), capped like the native decoder.
 async fn read_blob(blob: &web_sys::Blob) -> Result<Vec<u8>, ReadError> {
-    let (stream, gzipped) = open(blob, false).await?;
+    let (stream, gzipped) = open(blob).await?;
     let mut out = Vec::new();
     let ended = pump(stream, &mut |piece| {
         out.extend_from_slice(piece);
@@ -248,27 +296,16 @@ async fn read_blob(blob: &web_sys::Blob) -> Result<Vec<u8>, ReadError> {
 }
 
 /// The file's bytes as a stream, and whether it is gzip (then the stream is the
-/// inflated bytes: from the inflate worker if `worker` and one can be made, else
-/// inflated on this thread).
-async fn open(
-    blob: &web_sys::Blob,
-    worker: bool,
-) -> Result<(web_sys::ReadableStream, bool), ReadError> {
+/// inflated bytes, from the inflate worker, or from this thread when no worker runs).
+async fn open(blob: &web_sys::Blob) -> Result<(web_sys::ReadableStream, bool), ReadError> {
     let io = |e| ReadError::Io(js_error(e));
     let head = blob.slice_with_i32_and_i32(0, 2).map_err(io)?;
     let head = JsFuture::from(head.array_buffer()).await.map_err(io)?;
     if !profile::is_gzip(&Uint8Array::new(&head).to_vec()) {
         return Ok((blob.stream(), false));
     }
-    if worker {
-        if let Ok(s) = inflate_in_worker(blob) {
-            return Ok((s, true));
-        }
-    }
-    // No worker (e.g. a page opened from file://): inflate on this thread.
-    let ds = DecompressionStream::new("gzip").map_err(|_| ReadError::NoInflater)?;
-    let pair = web_sys::ReadableWritablePair::new(&ds.readable(), &ds.writable());
-    Ok((blob.stream().pipe_through(&pair), true))
+    let inflated = inflate(blob).map_err(|_| ReadError::NoInflater)?;
+    Ok((inflated, true))
 }
 
 /// Hands the stream's pieces to `sink` as they arrive: `Ok(true)` at its end,
@@ -279,6 +316,7 @@ async fn pump(
 ) -> Result<bool, wasm_bindgen::JsValue> {
     let reader: web_sys::ReadableStreamDefaultReader = stream.get_reader().dyn_into()?;
     let mut piece = Vec::new();
+    let mut since = js_sys::Date::now();
     loop {
         let chunk = JsFuture::from(reader.read()).await?;
         if js_sys::Reflect::get(&chunk, &"done".into())?.is_truthy() {
@@ -287,56 +325,90 @@ async fn pump(
         let value: Uint8Array = js_sys::Reflect::get(&chunk, &"value".into())?.dyn_into()?;
         piece.resize(value.length() as usize, 0);
         value.copy_to(&mut piece);
-        if !sink(&piece) {
-            let _ = reader.cancel();
-            return Ok(false);
+        // Fed in slices: pieces already queued resolve `read()` at once (a microtask,
+        // no input served in between), and one piece may be megabytes, so the page
+        // gets a turn every few milliseconds of decoding.
+        for slice in piece.chunks(SLICE) {
+            if js_sys::Date::now() - since > YIELD_MS {
+                let _ = JsFuture::from(yield_now()).await;
+                since = js_sys::Date::now();
+            }
+            if !sink(slice) {
+                let _ = reader.cancel();
+                return Ok(false);
+            }
         }
     }
 }
 
+/// The most bytes decoded between two looks at the clock (a millisecond or two).
+const SLICE: usize = 64 << 10;
+
+/// The longest the decoder works before it lets the page answer input (the issue's
+/// target is 100 ms; a piece takes a few milliseconds).
+const YIELD_MS: f64 = 25.0;
+
+// A macrotask turn of the event loop (input, rendering and other tasks run first):
+// a message to itself, which unlike `setTimeout(0)` is not clamped to 4 ms.
+#[wasm_bindgen::prelude::wasm_bindgen(inline_js = r#"
+export function yield_now() {
+  return new Promise((resolve) => {
+    const c = new MessageChannel();
+    c.port1.onmessage = () => resolve();
+    c.port2.postMessage(null);
+  });
+}
+"#)]
+extern "C" {
+    fn yield_now() -> js_sys::Promise;
+}
+
 // The inflated bytes of a gzipped Blob, as a stream fed by www/inflate-worker.js (the
 // page's own origin, as the Content-Security-Policy requires), so the page decodes
-// piece n while the worker inflates piece n+1 on another core. Throws when no worker
-// can be made; the stream errors if the worker fails or the gzip is corrupt.
+// piece n while the worker inflates piece n+1 on another core. When the worker cannot
+// run (it fails before its first byte: a page opened from file://, a blocked script),
+// the browser's DecompressionStream inflates on this thread instead. Throws when this
+// browser has no DecompressionStream; the stream errors if the gzip is corrupt.
 #[wasm_bindgen::prelude::wasm_bindgen(inline_js = r#"
-export function inflate_in_worker(blob) {
-  const worker = new Worker('inflate-worker.js');
+export function inflate(blob) {
+  if (typeof DecompressionStream === 'undefined') throw new Error('no DecompressionStream');
+  let worker = null, started = false, cancelled = false;
   return new ReadableStream({
     start(controller) {
+      const here = async () => {
+        try {
+          const r = blob.stream().pipeThrough(new DecompressionStream('gzip')).getReader();
+          for (;;) {
+            const { done, value } = await r.read();
+            if (cancelled) { r.cancel(); return; }
+            if (done) break;
+            controller.enqueue(value);
+          }
+          controller.close();
+        } catch (err) { controller.error(err); }
+      };
+      try { worker = new Worker('inflate-worker.js'); } catch (_) { here(); return; }
       worker.onmessage = (e) => {
         const m = e.data;
+        started = true;
         if (m.chunk) { controller.enqueue(m.chunk); return; }
         if (m.done) controller.close(); else controller.error(new Error(m.error));
         worker.terminate();
       };
       worker.onerror = (e) => {
-        controller.error(new Error(e.message || 'the inflate worker failed'));
         worker.terminate();
+        if (started) controller.error(new Error(e.message || 'the inflate worker failed'));
+        else here();
       };
       worker.postMessage(blob);
     },
-    cancel() { worker.terminate(); },
+    cancel() { cancelled = true; if (worker) worker.terminate(); },
   });
 }
 "#)]
 extern "C" {
     #[wasm_bindgen(catch)]
-    fn inflate_in_worker(
-        blob: &web_sys::Blob,
-    ) -> Result<web_sys::ReadableStream, wasm_bindgen::JsValue>;
-}
-
-// web-sys only offers DecompressionStream behind `web_sys_unstable_apis`; these three
-// members are all the viewer needs.
-#[wasm_bindgen::prelude::wasm_bindgen]
-extern "C" {
-    type DecompressionStream;
-    #[wasm_bindgen(constructor, catch)]
-    fn new(format: &str) -> Result<DecompressionStream, wasm_bindgen::JsValue>;
-    #[wasm_bindgen(method, getter)]
-    fn readable(this: &DecompressionStream) -> web_sys::ReadableStream;
-    #[wasm_bindgen(method, getter)]
-    fn writable(this: &DecompressionStream) -> web_sys::WritableStream;
+    fn inflate(blob: &web_sys::Blob) -> Result<web_sys::ReadableStream, wasm_bindgen::JsValue>;
 }
 
 async fn fetch(url: &str) -> Result<web_sys::Blob, String> {

@@ -14,10 +14,81 @@ use std::io::Write;
 pub fn empty_entries_gz(tag: u8, members: usize) -> Vec<u8> {
     let unit = [tag << 3 | 2, 0];
     let raw: Vec<u8> = unit.iter().copied().cycle().take(1 << 18).collect();
+    gzip(&raw).repeat(members)
+}
+
+/// [`empty_entries_gz`] as one gzip member inflating to `len` bytes, as browsers'
+/// `DecompressionStream` reads only the first member of a multi-member file (64 MiB
+/// take about a second to make).
+pub fn empty_entries_gz_one_member(tag: u8, len: usize) -> Vec<u8> {
+    let unit = [tag << 3 | 2, 0];
+    let raw: Vec<u8> = unit.iter().copied().cycle().take(1 << 20).collect();
+    let mut enc = GzEncoder::new(Vec::new(), flate2::Compression::default());
+    for _ in 0..len >> 20 {
+        enc.write_all(&raw).unwrap();
+    }
+    enc.finish().unwrap()
+}
+
+/// A gzip (one member) whose inflated bytes are one string-table entry declared `len`
+/// bytes long, then `pieces` × 256 KiB of its zero bytes: a bomb of a single field,
+/// which no entry count catches (only the inflated-size cap does).
+pub fn huge_field_gz(len: u64, pieces: usize) -> Vec<u8> {
+    let mut head = vec![6 << 3 | 2];
+    let mut n = len;
+    while n >= 0x80 {
+        head.push(n as u8 | 0x80);
+        n >>= 7;
+    }
+    head.push(n as u8);
+    let mut enc = GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(&head).unwrap();
+    for _ in 0..pieces {
+        enc.write_all(&[0; 1 << 18]).unwrap();
+    }
+    enc.finish().unwrap()
+}
+
+/// A gzipped pprof with one sample whose stack is `frames` deep (one function calling
+/// itself): 1M frames are 1 MB of location ids, a few KB gzipped.
+pub fn deep_pprof_gz(frames: usize) -> Vec<u8> {
+    use heapsnap_profile::profile::{Function, Line, Location, Profile, Sample, ValueType};
+    use prost::Message;
+    let p = Profile {
+        sample_type: vec![ValueType { r#type: 1, unit: 2 }],
+        sample: vec![Sample {
+            location_id: vec![1; frames],
+            value: vec![4096],
+            ..Default::default()
+        }],
+        location: vec![Location {
+            id: 1,
+            address: 0x1000,
+            line: vec![Line {
+                function_id: 1,
+                line: 7,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        function: vec![Function {
+            id: 1,
+            name: 3,
+            filename: 4,
+            ..Default::default()
+        }],
+        string_table: ["", "inuse_space", "bytes", "recurse", "deep.c"]
+            .map(String::from)
+            .to_vec(),
+        ..Default::default()
+    };
+    gzip(&p.encode_to_vec())
+}
+
+fn gzip(raw: &[u8]) -> Vec<u8> {
     let mut enc = GzEncoder::new(Vec::new(), flate2::Compression::best());
-    enc.write_all(&raw).unwrap();
-    let member = enc.finish().unwrap();
-    member.repeat(members)
+    enc.write_all(raw).unwrap();
+    enc.finish().unwrap()
 }
 
 /// A snapshot with one stack of `frames` frames (each 1 byte: delta +1) in one bucket.

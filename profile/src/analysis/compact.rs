@@ -47,7 +47,18 @@ pub fn decode_compact_with_limit(
 /// [`decode_compact`] within `limits`: the bytes are scanned first, as by
 /// [`profile::decode_limited`], so the errors and limits are the same.
 pub fn decode_compact_limited(bytes: &[u8], limits: &Limits) -> Result<Profile, ProfileError> {
-    let raw = profile::scanned(bytes, limits)?;
+    decode_compact_sized(bytes, limits, bytes.len() as u64)
+}
+
+/// [`decode_compact_limited`] with the entry budget of a file of `input_len` bytes:
+/// for bytes inflated outside (the browser's inflater), which must be held to the
+/// budget of the gzipped file as given, as the CLI holds them.
+pub fn decode_compact_sized(
+    bytes: &[u8],
+    limits: &Limits,
+    input_len: u64,
+) -> Result<Profile, ProfileError> {
+    let raw = profile::scanned_as(bytes, limits, input_len)?;
     let mut d = CompactDecoder::with_limits(&Limits::unlimited(), 0);
     // Fed in pieces, as a stream would be (see the crate docs on wasm).
     for chunk in raw.chunks(1 << 20) {
@@ -56,10 +67,11 @@ pub fn decode_compact_limited(bytes: &[u8], limits: &Limits) -> Result<Profile, 
         }
     }
     match d.finish() {
-        Some(p) => Ok(p),
-        // Anything wrong: the full decoder and validation say what, and where.
+        Ok(p) => Ok(p),
+        Err(Some(e)) => Err(e),
+        // Anything else wrong: the full decoder and validation say what, and where.
         // (`raw` is already inflated and scanned.)
-        None => {
+        Err(None) => {
             let p = Profile::decode(raw.as_ref())?;
             p.check_valid()?;
             Ok(p)
@@ -72,9 +84,12 @@ pub fn decode_compact_limited(bytes: &[u8], limits: &Limits) -> Result<Profile, 
 /// between pieces. Each top-level field is scanned against the limits before it is
 /// used, so an amplifying stream stops early.
 ///
-/// `feed` returns `false` and `finish` `None` as soon as anything is unusual
-/// (malformed, truncated, invalid); the caller then decodes the whole file with
-/// [`decode_compact`] to tell the user what is wrong and where.
+/// `feed` returns `false` as soon as anything is unusual (malformed, truncated, over a
+/// limit, invalid). What the scan can name (the wire format, a limit, a truncated end,
+/// an inflated stream past its cap) `finish` returns as the same error the whole-file
+/// decoder gives, found without reading further; only what the scan cannot name
+/// (`Err(None)`: an invalid profile, whose sample indices the merge has changed) needs
+/// the whole file decoded again by [`decode_compact`] for the message.
 pub struct CompactDecoder {
     /// Checks each top-level field (wire format, limits) before it is used.
     scan: Scan,
@@ -98,6 +113,11 @@ pub struct CompactDecoder {
     /// Largest string index a label refers to (checked against the table at the end).
     max_label_str: i64,
     failed: bool,
+    /// What stopped the decoder, when the scan could say.
+    error: Option<ProfileError>,
+    /// The most bytes the stream may hold (an inflated stream's cap): a field declared
+    /// past it is refused before its bytes are gathered.
+    max_len: Option<usize>,
 }
 
 impl Default for CompactDecoder {
@@ -130,6 +150,29 @@ impl CompactDecoder {
             label_key: Vec::new(),
             max_label_str: 0,
             failed: false,
+            error: None,
+            max_len: None,
+        }
+    }
+
+    /// The stream is inflated gzip: offsets in errors say so, and a field that would
+    /// take the stream past `limits.inflated_size` is refused as soon as its length is
+    /// read (a gzip bomb of one huge field never gets its bytes gathered).
+    pub fn inflated(mut self) -> Self {
+        self.scan.set_inflated();
+        self.max_len = Some(self.scan.limits().inflated_cap());
+        self
+    }
+
+    /// Stops decoding at the field that starts at `bytes` (the stream's `self.offset`)
+    /// and may continue past them: `known`, or what the scan names there when the field
+    /// is wrong whatever follows (the same scan the whole-file decoder runs, so the
+    /// same error).
+    #[cold]
+    fn fail(&mut self, bytes: &[u8], known: Option<ProfileError>) {
+        self.failed = true;
+        if self.error.is_none() {
+            self.error = known.or_else(|| self.scan.field_starting(bytes, self.offset).err());
         }
     }
 
@@ -137,9 +180,11 @@ impl CompactDecoder {
     pub fn feed(&mut self, mut chunk: &[u8]) -> bool {
         // First complete a field carried over from the previous piece.
         while !self.failed && !self.carry.is_empty() && !chunk.is_empty() {
-            let take = match field_len(&self.carry) {
-                Err(_) => {
-                    self.failed = true;
+            let take = match checked_len(&self.carry, self.offset, self.max_len) {
+                Err(e) => {
+                    let carry = std::mem::take(&mut self.carry);
+                    self.fail(&carry, e);
+                    self.carry = carry;
                     break;
                 }
                 // Header still incomplete: a key and a length are at most 20 bytes.
@@ -147,17 +192,22 @@ impl CompactDecoder {
                 Ok(Some(total)) => (total - self.carry.len()).min(chunk.len()),
             };
             self.carry.extend_from_slice(&chunk[..take]);
-            match field_len(&self.carry) {
+            match checked_len(&self.carry, self.offset, self.max_len) {
                 Ok(Some(total)) if total <= self.carry.len() => {
                     // Complete; bytes past its end (taken with a header) go back.
                     let extra = self.carry.len() - total;
                     chunk = &chunk[take - extra..];
                     self.carry.truncate(total);
                     let carry = std::mem::take(&mut self.carry);
-                    self.failed |= !self.field(&carry);
+                    self.field(&carry);
                     self.offset += carry.len();
                     self.carry = carry;
                     self.carry.clear();
+                }
+                Err(e) => {
+                    let carry = std::mem::take(&mut self.carry);
+                    self.fail(&carry, e);
+                    self.carry = carry;
                 }
                 _ => chunk = &chunk[take..],
             }
@@ -170,14 +220,13 @@ impl CompactDecoder {
         }
         let mut pos = 0;
         while pos < chunk.len() {
-            match field_len(&chunk[pos..]) {
-                Err(_) => {
-                    self.failed = true;
+            match checked_len(&chunk[pos..], self.offset, self.max_len) {
+                Err(e) => {
+                    self.fail(&chunk[pos..], e);
                     return false;
                 }
                 Ok(Some(n)) if n <= chunk.len() - pos => {
                     if !self.field(&chunk[pos..pos + n]) {
-                        self.failed = true;
                         return false;
                     }
                     pos += n;
@@ -191,8 +240,16 @@ impl CompactDecoder {
     }
 
     /// One whole top-level field: a sample is merged, anything else kept for prost.
+    /// `false` (and the decoder stopped) when it cannot be used.
     fn field(&mut self, whole: &[u8]) -> bool {
-        if self.scan.field_at(whole, self.offset).is_err() {
+        let used = self.use_field(whole);
+        self.failed |= !used;
+        used
+    }
+
+    fn use_field(&mut self, whole: &[u8]) -> bool {
+        if let Err(e) = self.scan.field_at(whole, self.offset) {
+            self.error = Some(e);
             return false;
         }
         let mut pos = 0;
@@ -229,18 +286,24 @@ impl CompactDecoder {
         self.groups.add(locs, &self.vals, set).is_some()
     }
 
-    /// The merged, validated profile; `None` if anything was wrong or the input ended
-    /// inside a field.
-    pub fn finish(self) -> Option<Profile> {
-        if self.failed || !self.carry.is_empty() {
-            return None;
+    /// The merged, validated profile. `Err(Some(e))`: what the scan found wrong (the
+    /// whole-file decoder's error); `Err(None)`: something only the whole-file decoder
+    /// explains (see [`CompactDecoder`]).
+    pub fn finish(mut self) -> Result<Profile, Option<ProfileError>> {
+        if !self.failed && !self.carry.is_empty() {
+            // The input ended inside a field: the scan says where.
+            self.failed = true;
+            self.error = self.scan.field_at(&self.carry, self.offset).err();
+        }
+        if self.failed {
+            return Err(self.error);
         }
         let mut g = self.groups;
-        g.flush()?;
-        let mut p = Profile::decode(self.rest.as_slice()).ok()?;
+        g.flush().ok_or(None)?;
+        let mut p = Profile::decode(self.rest.as_slice()).map_err(|_| None)?;
         drop(self.rest);
         if self.max_label_str >= p.string_table.len() as i64 {
-            return None; // a dangling label string: validation reports it
+            return Err(None); // a dangling label string: validation reports it
         }
         // pprof's diff-base label, by the first occurrence of its strings.
         let find = |s: &str| p.string_table.iter().position(|t| t == s).map(|i| i as i64);
@@ -273,6 +336,24 @@ impl CompactDecoder {
             .collect();
         drop(g);
         // Invalid: the full decode reports it with the file's own sample indices.
-        p.check_valid().ok().map(|()| p)
+        p.check_valid().map_err(|_| None)?;
+        Ok(p)
+    }
+}
+
+/// The length of the top-level field starting at `b` (at `offset` of the stream):
+/// `Ok(None)` while its header is incomplete; `Err(None)` when malformed (the scan
+/// names it); `Err(Some(TooLarge))` when it would take the stream past `max_len`.
+fn checked_len(
+    b: &[u8],
+    offset: usize,
+    max_len: Option<usize>,
+) -> Result<Option<usize>, Option<ProfileError>> {
+    match (field_len(b), max_len) {
+        (Err(_), _) => Err(None),
+        (Ok(Some(n)), Some(cap)) if offset.saturating_add(n) > cap => {
+            Err(Some(ProfileError::TooLarge { limit: cap }))
+        }
+        (Ok(n), _) => Ok(n),
     }
 }

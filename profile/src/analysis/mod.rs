@@ -16,7 +16,8 @@ mod top;
 mod units;
 
 pub use compact::{
-    decode_compact, decode_compact_limited, decode_compact_with_limit, CompactDecoder,
+    decode_compact, decode_compact_limited, decode_compact_sized, decode_compact_with_limit,
+    CompactDecoder,
 };
 pub use flame::{FlameNode, FlameTree};
 pub use index::{Analysed, Filter, FilterError, Frame, Index, Pattern, ValueOverflow};

@@ -358,19 +358,54 @@ fn compact_decoder_is_independent_of_how_the_input_is_cut() {
     for cut in 0..=raw.len() {
         let mut d = CompactDecoder::new();
         assert!(d.feed(&raw[..cut]) && d.feed(&raw[cut..]), "cut at {cut}");
-        assert_eq!(d.finish().as_ref(), Some(&whole), "cut at {cut}");
+        assert_eq!(d.finish().ok().as_ref(), Some(&whole), "cut at {cut}");
     }
     for piece in 1..8 {
         let mut d = CompactDecoder::new();
         for c in raw.chunks(piece) {
             assert!(d.feed(c));
         }
-        assert_eq!(d.finish().as_ref(), Some(&whole), "pieces of {piece}");
+        assert_eq!(d.finish().ok().as_ref(), Some(&whole), "pieces of {piece}");
     }
-    // Ending inside a field is not a profile.
+    // Ending inside a field is not a profile, and the decoder says so itself.
     let mut d = CompactDecoder::new();
     d.feed(&raw[..raw.len() - 1]);
-    assert!(d.finish().is_none());
+    let e = d
+        .finish()
+        .unwrap_err()
+        .expect("the scan names a truncated end");
+    assert_eq!(
+        e.to_string(),
+        profile::decode(&raw[..raw.len() - 1])
+            .unwrap_err()
+            .to_string()
+    );
+}
+
+/// A gzip bomb of one huge field: the streaming decoder refuses it when it reads the
+/// field's length, before gathering any of its bytes (the viewer's wasm memory never
+/// holds them).
+#[test]
+fn compact_decoder_refuses_a_field_past_the_inflated_cap_at_its_header() {
+    let limits = crate::limits::Limits {
+        inflated_size: 1000,
+        ..Default::default()
+    };
+    let mut d = CompactDecoder::with_limits(&limits, 100).inflated();
+    // string_table entry declared 5000 bytes long, 10 of them sent.
+    let mut b = vec![0x32, 0x88, 0x27];
+    b.extend([b'x'; 10]);
+    assert!(!d.feed(&b));
+    match d.finish() {
+        Err(Some(profile::ProfileError::TooLarge { limit: 1000 })) => {}
+        other => panic!("{:?}", other.err()),
+    }
+    // Under the cap the same stream is only truncated, with an offset of the
+    // inflated data.
+    let mut d = CompactDecoder::new().inflated();
+    assert!(d.feed(&b));
+    let e = d.finish().unwrap_err().unwrap().to_string();
+    assert!(e.contains("of the inflated data"), "{e}");
 }
 
 #[test]
@@ -419,7 +454,7 @@ fn compact_decode_agrees_with_prost_on_mutated_input() {
         x ^= x << 17;
         x
     };
-    let (mut accepted, mut rejected) = (0, 0);
+    let (mut accepted, mut rejected, mut named) = (0, 0, 0);
     for round in 0..4000 {
         let mut b = raw.clone();
         if round % 10 == 0 {
@@ -432,6 +467,26 @@ fn compact_decode_agrees_with_prost_on_mutated_input() {
         }
         let full = profile::decode(&b);
         let compact = decode_compact(&b);
+        // The streaming decoder, fed in pieces, accepts the same and, where it names
+        // the error itself, names the same one.
+        let mut d = CompactDecoder::new();
+        for c in b.chunks(7) {
+            if !d.feed(c) {
+                break;
+            }
+        }
+        match (d.finish(), &full) {
+            (Ok(_), Ok(_)) | (Err(None), Err(_)) => {}
+            (Err(Some(e)), Err(f)) => {
+                named += 1;
+                assert_eq!(e.to_string(), f.to_string(), "round {round}: streamed")
+            }
+            (s, f) => panic!(
+                "round {round}: streamed {:?} vs prost {:?}",
+                s.err(),
+                f.as_ref().err()
+            ),
+        }
         assert_eq!(
             full.is_ok(),
             compact.is_ok(),
@@ -462,8 +517,9 @@ fn compact_decode_agrees_with_prost_on_mutated_input() {
         }
     }
     assert!(
-        accepted > 100 && rejected > 100,
-        "mutations exercised both paths: {accepted} ok, {rejected} errors"
+        accepted > 100 && rejected > 100 && named > rejected / 2,
+        "mutations exercised both paths: {accepted} ok, {rejected} errors \
+         ({named} named by the streaming decoder)"
     );
 }
 

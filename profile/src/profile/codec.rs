@@ -46,10 +46,20 @@ pub(crate) fn scanned<'a>(
     bytes: &'a [u8],
     limits: &Limits,
 ) -> Result<std::borrow::Cow<'a, [u8]>, ProfileError> {
+    scanned_as(bytes, limits, bytes.len() as u64)
+}
+
+/// [`scanned`] with the entry budget of an input of `input_len` bytes (the file as
+/// given, when `bytes` were inflated by someone else).
+pub(crate) fn scanned_as<'a>(
+    bytes: &'a [u8],
+    limits: &Limits,
+    input_len: u64,
+) -> Result<std::borrow::Cow<'a, [u8]>, ProfileError> {
     if bytes.is_empty() {
         return Err(ProfileError::Empty);
     }
-    let budget = Budget::new(limits, bytes.len() as u64);
+    let budget = Budget::new(limits, input_len);
     if !is_gzip(bytes) {
         Scan::new(budget, false).finish(bytes)?;
         return Ok(std::borrow::Cow::Borrowed(bytes));

@@ -14,7 +14,7 @@ mod validate;
 pub use builder::{Builder, MappingFlags};
 #[cfg(feature = "gzip")]
 pub use codec::encode;
-pub(crate) use codec::scanned;
+pub(crate) use codec::scanned_as;
 pub use codec::{
     decode, decode_limited, decode_with_limit, inflate, is_gzip, DEFAULT_MAX_INFLATED,
 };

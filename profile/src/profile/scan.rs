@@ -233,6 +233,16 @@ impl Scan {
         }
     }
 
+    /// The scanned bytes are an inflated gzip stream (said in error offsets).
+    pub(crate) fn set_inflated(&mut self) {
+        self.inflated = true;
+    }
+
+    /// The limits scanned against.
+    pub(crate) fn limits(&self) -> &crate::limits::Limits {
+        &self.budget.limits
+    }
+
     /// Scans the whole top-level fields of `raw` (everything read so far) not yet
     /// scanned; an incomplete last field waits for more bytes.
     pub(crate) fn feed(&mut self, raw: &[u8]) -> Result<(), ProfileError> {
@@ -252,6 +262,16 @@ impl Scan {
             self.top_field(raw, self.pos, 0, true)?;
         }
         Ok(())
+    }
+
+    /// [`Self::field_at`] for bytes that may continue past `whole`: an error only when
+    /// the field is wrong whatever follows.
+    pub(crate) fn field_starting(
+        &mut self,
+        whole: &[u8],
+        offset: usize,
+    ) -> Result<(), ProfileError> {
+        self.top_field(whole, 0, offset, false).map(|_| ())
     }
 
     /// Scans one top-level field given as its own bytes (the streaming decoder's
