@@ -23,7 +23,9 @@ use std::time::Duration;
 /// diff and inspect in the terminal.
 ///
 /// Inputs may be a snapshot file, a raw serial capture holding COBS-framed snapshots
-/// (the last good one is used), a pprof profile (gzipped or not), or `-` for stdin.
+/// (the last good one is used), a pprof profile (gzipped or not), a gperftools or
+/// jemalloc heap profile (text; symbolized like a snapshot, with --elf and the mapped
+/// files), or `-` for stdin.
 #[derive(Parser)]
 #[command(name = "heapsnap", version, about, long_about)]
 struct Cli {

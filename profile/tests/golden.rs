@@ -192,3 +192,53 @@ fn inspect_report() {
         heapsnap_profile::import::inspect_report(&s, &|n| std::borrow::Cow::Borrowed(n)).as_bytes(),
     );
 }
+
+/// A legacy text heap profile from `tests/golden/` read through `guess` (the one entry
+/// point) into the snapshot it describes.
+fn legacy(file: &str, format: &str) -> Snapshot {
+    let bytes = std::fs::read(golden_dir().join(file)).unwrap();
+    assert_eq!(convert::guess_format(&bytes), Some(format));
+    match convert::guess(&bytes).unwrap_or_else(|e| panic!("{file}: {e}")) {
+        convert::Input::Snapshot { snapshot, .. } => snapshot,
+        other => panic!("{file} read as {other:?}"),
+    }
+}
+
+/// gperftools (`HEAPPROFILE`, tcmalloc) and jemalloc (`prof.dump`, `lg_prof_sample:10`)
+/// dumps of `tests/c/leaky.c`, written by the real allocators: the e2e test
+/// `tests/tests/legacy_formats.rs` builds and runs the program the same way (copy its
+/// `tc.0001.heap` and `je10.heap` from `target/legacy-corpus/` to refresh these).
+/// Their conversion, folded and legacy text outputs and inspect report are golden.
+#[test]
+fn legacy_heap_profiles() {
+    for (file, name, format) in [
+        ("gperftools.heap", "gperftools", "gperftools heap profile"),
+        ("jemalloc.heap", "jemalloc", "jemalloc heap profile"),
+    ] {
+        let s = legacy(file, format);
+        outputs(name, &s);
+        check(
+            &format!("{name}.inspect.txt"),
+            convert::inspect_report(&s, &|n| std::borrow::Cow::Borrowed(n)).as_bytes(),
+        );
+    }
+}
+
+/// heapsnap's own legacy text export reads back through the gperftools reader with
+/// the values it was written with (the same unsampled profile).
+#[test]
+fn legacy_text_export_reads_back() {
+    let s = legacy("gperftools.heap", "gperftools heap profile");
+    let p = convert::to_profile(&s, &mut NoSymbols(&s), &mut |_, _| {});
+    let text = export::legacy_text(&s, Some(&p));
+    let back = match convert::guess(text.as_bytes()).unwrap() {
+        convert::Input::Snapshot { snapshot, .. } => snapshot,
+        other => panic!("read back as {other:?}"),
+    };
+    let q = convert::to_profile(&back, &mut NoSymbols(&back), &mut |_, _| {});
+    assert_eq!(
+        export::folded(&q, 3),
+        export::folded(&p, 3),
+        "inuse_space after a round trip through the legacy text"
+    );
+}

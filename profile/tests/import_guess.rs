@@ -40,6 +40,16 @@ fn corpus() -> Vec<(String, Vec<u8>, &'static str)> {
             "folded stacks",
         ));
     }
+    v.push((
+        "gperftools.heap".into(),
+        golden("gperftools.heap"),
+        "gperftools heap profile",
+    ));
+    v.push((
+        "jemalloc.heap".into(),
+        golden("jemalloc.heap"),
+        "jemalloc heap profile",
+    ));
     v
 }
 
@@ -49,7 +59,9 @@ fn guess_reads_every_golden_with_its_own_importer() {
         assert_eq!(import::guess_format(&bytes), Some(format), "{name}");
         let input = import::guess(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
         let is_snapshot = matches!(input, Input::Snapshot { .. });
-        assert_eq!(is_snapshot, format.starts_with("heapsnap"), "{name}");
+        // Legacy heap profiles are read into the snapshot model (symbolized later).
+        let snapshot_model = format.starts_with("heapsnap") || format.ends_with("heap profile");
+        assert_eq!(is_snapshot, snapshot_model, "{name}");
         if let Input::Profile(p) = input {
             assert!(!p.sample.is_empty(), "{name}: no samples read");
         }
@@ -71,17 +83,22 @@ fn no_sniff_claims_another_formats_golden() {
             }
         }
     }
-    // Formats no importer reads yet fall through to protobuf and get an error, not a
-    // wrong reading: the legacy heap text and the inspect report.
-    for other in ["firmware.heap.txt", "host.heap.txt", "firmware.inspect.txt"] {
-        let bytes = golden(other);
+    // heapsnap's own legacy heap text export is read back by the gperftools importer.
+    for other in ["firmware.heap.txt", "host.heap.txt"] {
         assert_eq!(
-            import::guess_format(&bytes),
-            Some("pprof (protobuf)"),
+            import::guess_format(&golden(other)),
+            Some("gperftools heap profile"),
             "{other}"
         );
-        assert!(import::guess(&bytes).is_err(), "{other} read as something");
     }
+    // A text no importer reads falls through to protobuf and gets an error, not a
+    // wrong reading: the inspect report.
+    let bytes = golden("firmware.inspect.txt");
+    assert_eq!(import::guess_format(&bytes), Some("pprof (protobuf)"));
+    assert!(
+        import::guess(&bytes).is_err(),
+        "the inspect report read as something"
+    );
 }
 
 #[test]
@@ -101,4 +118,132 @@ fn folded_stacks_read_back_with_their_values() {
     text.push_str("main;b x\n");
     let e = import::guess(text.as_bytes()).unwrap_err().to_string();
     assert!(e.contains("line 21") && e.contains("`x`"), "{e}");
+}
+
+/// The error of reading `text` through `guess`.
+fn error_of(text: &str) -> String {
+    match import::guess(text.as_bytes()) {
+        Err(e) => e.to_string(),
+        Ok(i) => panic!("read {text:?} as {i:?}"),
+    }
+}
+
+#[test]
+fn bad_legacy_heap_profiles_name_the_line_and_what_was_expected() {
+    let cases = [
+        (
+            "heap profile: 1: 8 [1: 8] @ heapprofile\n1: 8 [1: 8] @ 0x10 0xzz\n",
+            "gperftools heap profile, line 2: `0xzz` is not a hexadecimal address",
+        ),
+        (
+            "heap profile: 1: 8 [1: 8] @ heapprofile\n\n1: 8 1: 8 @ 0x10\n",
+            "gperftools heap profile, line 3: expected `objects: bytes [objects: bytes]`",
+        ),
+        (
+            "heap profile: 1: 8 [1: 8] @ heapprofile\n-1: 8 [1: 8] @ 0x10\n",
+            "gperftools heap profile, line 2: `-1` is not a count",
+        ),
+        (
+            "heap profile: 1: 8 [1: 8] @ heapprofile\n0: 8 [1: 8] @ 0x10\n",
+            "gperftools heap profile, line 2: in-use count is 0 but in-use bytes is 8",
+        ),
+        (
+            "heap profile: 1: 8 [1: 8] @ cpuprofile\n",
+            "gperftools heap profile, line 1: unknown heap profile kind `cpuprofile`",
+        ),
+        (
+            "heap profile: 1: 8 [1: 8] @ heap_v2/x\n",
+            "gperftools heap profile, line 1: `heap_v2/x`: expected a sampling rate",
+        ),
+        (
+            "heap profile: 1: 8 [1: 8] @ heapprofile\nhello\n",
+            "gperftools heap profile, line 2: expected `N: N [N: N] @ 0xADDR …` or `MAPPED_LIBRARIES:`",
+        ),
+        (
+            "heap_v2/x\n",
+            "jemalloc heap profile, line 1: expected `heap_v2/RATE`",
+        ),
+        (
+            "heap_v2/1\n  t*: 1: 8 [1: 8]\n@ 0x10\n  t0: 1: 8 [1: 8]\n",
+            "jemalloc heap profile, line 3: stack without a `t*: N: N [N: N]` line",
+        ),
+        (
+            "heap_v2/1\n@ 0x10\n  t*: 1: 8 [1: 8]\n  t*: 1: 8 [1: 8]\n",
+            "jemalloc heap profile, line 4: a second `t*:` line for one stack",
+        ),
+        (
+            "heap_v2/1\n@ 0x10\n  t*: 1: 8 [1 8]\n",
+            "jemalloc heap profile, line 3: expected `objects: bytes`, found `1 8`",
+        ),
+        (
+            "heap_v2/1\n@ 0x10\n  t*: 1: 8 [1: 8]\nbogus\n",
+            "jemalloc heap profile, line 4: expected `@ 0xADDR …`",
+        ),
+    ];
+    for (text, want) in cases {
+        let e = error_of(text);
+        assert!(e.starts_with(want), "{text:?}:\n  got  {e}\n  want {want}…");
+    }
+    // Not UTF-8: the line of the first bad byte.
+    let e = import::guess(b"heap_v2/1\n@ 0x10\n\xff\n")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, "jemalloc heap profile, line 3: not UTF-8 text");
+}
+
+#[test]
+fn legacy_heap_profiles_are_counted_against_the_limits() {
+    let mut text = "heap profile: 1: 8 [1: 8] @ heapprofile\n".to_owned();
+    for i in 0..100 {
+        text.push_str(&format!("1: 8 [1: 8] @ 0x{:x} 0x20 0x30\n", 0x1000 + i));
+    }
+    let mut limits = heapsnap_profile::limits::Limits::default();
+    limits.set("entries-base=0").unwrap();
+    limits.set("entries-per-byte=0").unwrap();
+    let e = import::guess_limited(text.as_bytes(), &limits)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("at line 2 of the gperftools heap profile") && e.contains("--limit"),
+        "{e}"
+    );
+    let mut limits = heapsnap_profile::limits::Limits::default();
+    limits.set("stack-depth=2").unwrap();
+    let e = import::guess_limited(text.as_bytes(), &limits)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("frames in one stack"), "{e}");
+}
+
+#[test]
+fn legacy_heap_profiles_are_unsampled_and_mapped() {
+    // Two records of one object size at rate 1024 (heap_v2), and maps of which only the
+    // executable one counts.
+    let text = "heap profile: 2: 2048 [4: 4096] @ heap_v2/1024\n\
+                2: 2048 [4: 4096] @ 0x401010 0x401020\n\
+                \n\
+                MAPPED_LIBRARIES:\n\
+                00400000-00401000 r--p 00000000 08:01 42 /bin/prog\n\
+                00401000-00402000 r-xp 00001000 08:01 42 /bin/prog\n\
+                not a maps line\n";
+    let snap = match import::guess(text.as_bytes()).unwrap() {
+        Input::Snapshot { snapshot, .. } => snapshot,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(snap.word_size, 4);
+    assert_eq!(snap.mappings.len(), 1);
+    assert_eq!(snap.mappings[0].name, "/bin/prog");
+    assert_eq!(snap.mappings[0].offset, 0x1000);
+    let p = import::to_profile(&snap, &mut NoSymbols(&snap), &mut |_, _| {});
+    // scale = 1 / (1 - exp(-1024/1024)) = 1.58197…
+    let s = 1.0 / (1.0 - (-1.0f64).exp());
+    assert_eq!(
+        p.sample[0].value,
+        vec![
+            (4.0 * s) as i64,
+            (4096.0 * s) as i64,
+            (2.0 * s) as i64,
+            (2048.0 * s) as i64
+        ]
+    );
 }

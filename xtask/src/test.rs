@@ -25,6 +25,10 @@ pub const APT: &[(&str, &str)] = &[
     ("qemu-system-arm", "qemu-system-arm"),
     ("node", "nodejs"),
     ("npm", "npm"),
+    // The legacy-format corpus (tests/tests/legacy_formats.rs): tcmalloc's heap
+    // profiler and jemalloc with profiling, and jemalloc's reader to compare with.
+    ("google-pprof", "google-perftools"),
+    ("jeprof", "libjemalloc-dev"),
 ];
 
 pub fn run(args: &[String]) -> Res {

@@ -8,12 +8,18 @@
 //! [`to_profile`] with a symbolizer passed in, so this crate needs no ELF code.
 
 mod folded;
+#[cfg(feature = "snapshot")]
+mod gperftools;
+#[cfg(feature = "snapshot")]
+mod jemalloc;
 mod pprof;
 #[cfg(feature = "snapshot")]
 mod snapshot;
 
 use crate::limits::{LimitError, Limits};
 use crate::profile::{Profile, ProfileError};
+#[cfg(feature = "snapshot")]
+pub use gperftools::LEGACY_VERSION;
 #[cfg(feature = "snapshot")]
 use sampler_core::decoded::Snapshot;
 #[cfg(feature = "snapshot")]
@@ -73,6 +79,16 @@ pub enum InputError {
         /// What is wrong with it.
         what: String,
     },
+    /// A gperftools or jemalloc heap profile (text) with a bad line.
+    #[error("{format}, line {line}: {what}")]
+    Legacy {
+        /// Which format (its [`Format::name`]).
+        format: &'static str,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it, and what was expected.
+        what: String,
+    },
     /// Over a resource limit (see [`crate::limits`]).
     #[error(transparent)]
     Limit(Box<LimitError>),
@@ -104,6 +120,10 @@ pub const FORMATS: &[Format] = &[
     pprof::GZIP,
     #[cfg(feature = "snapshot")]
     snapshot::CAPTURE,
+    #[cfg(feature = "snapshot")]
+    gperftools::GPERFTOOLS_HEAP,
+    #[cfg(feature = "snapshot")]
+    jemalloc::JEMALLOC_HEAP,
     folded::FOLDED,
     pprof::PROTOBUF,
 ];

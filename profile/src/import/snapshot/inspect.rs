@@ -93,13 +93,18 @@ pub fn comments(s: &Snapshot) -> Vec<String> {
     let counters: Vec<String> = drop_counters(s)
         .map(|(name, v)| format!("{name}={v}"))
         .collect();
-    let mut v = vec![
+    let head = if s.version == crate::import::LEGACY_VERSION {
+        format!(
+            "read from a legacy text heap profile (gperftools or jemalloc): word size {} (from the addresses), sample rate {} bytes",
+            s.word_size, s.sample_rate
+        )
+    } else {
         format!(
             "heapsnap snapshot v{}: word size {}, sample rate {} bytes, cycle {}",
             s.version, s.word_size, s.sample_rate, s.cycle
-        ),
-        format!("counters: {}", counters.join(" ")),
-    ];
+        )
+    };
+    let mut v = vec![head, format!("counters: {}", counters.join(" "))];
     v.extend(heap_line(s).map(|h| format!("{HEAP_COMMENT}{h}")));
     v.extend(warnings(s).into_iter().map(|w| format!("warning: {w}")));
     v
@@ -109,7 +114,14 @@ pub fn comments(s: &Snapshot) -> Vec<String> {
 /// names): the CLI escapes control characters in it for the terminal.
 pub fn report(s: &Snapshot, name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "format version   {}", s.version);
+    if s.version == crate::import::LEGACY_VERSION {
+        let _ = writeln!(
+            o,
+            "format           legacy text heap profile (gperftools or jemalloc)"
+        );
+    } else {
+        let _ = writeln!(o, "format version   {}", s.version);
+    }
     let _ = writeln!(o, "word size        {} bytes", s.word_size);
     let _ = writeln!(
         o,

@@ -1,0 +1,382 @@
+//! gperftools heap profiles, the text that tcmalloc's `HEAPPROFILE` dumps and
+//! `MallocExtension::GetHeapSample` returns (pprof's `legacy_profile.go`, `parseHeap`):
+//!
+//! ```text
+//! heap profile:    116:  4239162 [   126:  4279162] @ heapprofile
+//!      4:  4194304 [     4:  4194304] @ 0x560d39d631d7 0x560d39d63280 …
+//!
+//! MAPPED_LIBRARIES:
+//! 560d39d63000-560d39d64000 r-xp 00001000 00:00 10575894    /tmp/leaky
+//! ```
+//!
+//! Each record is `inuse_objects: inuse_bytes [alloc_objects: alloc_bytes] @ stack`,
+//! the stack as return addresses, innermost first. `@ heapprofile` records every
+//! allocation; `@ heap_v2/N` (and `heapz_v2/N`) samples with mean interval N bytes and
+//! `@ heap/N` with N/2, and those records are unsampled per record with the Poisson
+//! formula pprof applies (`scaleHeapSample`). The `MAPPED_LIBRARIES:` (or
+//! `--- Memory map: ---`) section, `/proc/self/maps` as the program saw it, gives the
+//! executable mappings.
+//!
+//! The file is read into a [`Snapshot`] (buckets of a stack with their allocation and
+//! free counts, the mappings), the model heapsnap already converts and symbolizes with
+//! `--elf` and the mapped files: an addresses-only profile is a snapshot in all but its
+//! bytes. The readers here and in `jemalloc.rs` share [`Records`].
+
+use super::{Format, Input, InputError};
+use crate::limits::{Budget, Limits};
+use rustc_hash::FxHashMap as HashMap;
+use sampler_core::decoded::{Bucket, Mapping, Snapshot, Stack};
+use sampler_core::Cycle;
+
+/// The snapshot format version of a snapshot read from a legacy text heap profile
+/// (heapsnap's own format versions start at 1), so reports say where it came from.
+pub const LEGACY_VERSION: u16 = 0;
+
+/// `heap profile: …` at the start of the file.
+pub const GPERFTOOLS_HEAP: Format = Format {
+    name: "gperftools heap profile",
+    sniff: |b| trim_start(b).starts_with(b"heap profile:"),
+    read,
+};
+
+/// The bytes after leading blanks and line ends.
+pub(super) fn trim_start(b: &[u8]) -> &[u8] {
+    let n = b.iter().take_while(|c| c.is_ascii_whitespace()).count();
+    &b[n..]
+}
+
+/// What a bad line is reported as.
+pub(super) fn bad(format: &'static str, line: usize, what: impl Into<String>) -> InputError {
+    InputError::Legacy {
+        format,
+        line,
+        what: what.into(),
+    }
+}
+
+/// The file as text, or an error at the line of the first byte that is not UTF-8.
+pub(super) fn text<'a>(format: &'static str, bytes: &'a [u8]) -> Result<&'a str, InputError> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let line = bytes[..e.valid_up_to()]
+            .iter()
+            .filter(|&&c| c == b'\n')
+            .count()
+            + 1;
+        bad(format, line, "not UTF-8 text")
+    })
+}
+
+/// A snapshot being built from a legacy text profile: stacks interned, one bucket per
+/// record, mappings from the maps section, everything counted against a [`Budget`].
+pub(super) struct Records {
+    format: &'static str,
+    snap: Snapshot,
+    stacks: HashMap<Vec<u64>, u32>,
+    budget: Budget,
+    widest: u64,
+}
+
+/// One record's four numbers: in use and allocated, objects and bytes.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Counts {
+    pub inuse_objects: u64,
+    pub inuse_bytes: u64,
+    pub alloc_objects: u64,
+    pub alloc_bytes: u64,
+}
+
+impl Records {
+    pub(super) fn new(format: &'static str, limits: &Limits, input_len: usize, rate: u64) -> Self {
+        Records {
+            format,
+            snap: Snapshot {
+                version: LEGACY_VERSION,
+                word_size: 8,
+                sample_rate: rate,
+                // One closed cycle: the counts are what the file says, published.
+                cycle: 1,
+                ..Default::default()
+            },
+            stacks: HashMap::default(),
+            budget: Budget::new(limits, input_len as u64),
+            widest: 0,
+        }
+    }
+
+    /// A record at 1-based `line`: its counts and its stack (innermost first). The
+    /// object size (the `bytes` label) is the average, as pprof's `blocksize`.
+    pub(super) fn record(
+        &mut self,
+        line: usize,
+        c: Counts,
+        frames: Vec<u64>,
+    ) -> Result<(), InputError> {
+        let format = self.format;
+        let at = || format!("line {line} of the {format}");
+        self.budget.charge(6 + frames.len() as u64, at)?;
+        self.budget.cap(
+            "stack-depth",
+            frames.len() as u64,
+            || "frames in one stack".into(),
+            at,
+        )?;
+        if c.inuse_objects == 0 && c.inuse_bytes != 0 {
+            return Err(bad(
+                format,
+                line,
+                format!("in-use count is 0 but in-use bytes is {}", c.inuse_bytes),
+            ));
+        }
+        if c.alloc_objects == 0 && c.alloc_bytes != 0 {
+            return Err(bad(
+                format,
+                line,
+                format!(
+                    "allocation count is 0 but allocated bytes is {}",
+                    c.alloc_bytes
+                ),
+            ));
+        }
+        // Allocation totals not kept (jemalloc without `prof_accum`, a `heap` profile
+        // whose header says so): what is in use was allocated at least.
+        let allocs = c.alloc_objects.max(c.inuse_objects);
+        let alloc_bytes = c.alloc_bytes.max(c.inuse_bytes);
+        let size = match (c.inuse_objects, allocs) {
+            (0, 0) => 0,
+            (0, n) => alloc_bytes / n,
+            (n, _) => c.inuse_bytes / n,
+        };
+        self.widest = frames.iter().fold(self.widest, |w, &a| w.max(a));
+        let next = self.stacks.len() as u32 + 1;
+        let stack_id = match self.stacks.get(&frames) {
+            Some(&id) => id,
+            None => {
+                self.budget
+                    .cap("table-entries", u64::from(next), || "stacks".into(), at)?;
+                self.snap.stacks.push(Stack {
+                    id: next,
+                    frames: frames.clone(),
+                });
+                self.stacks.insert(frames, next);
+                next
+            }
+        };
+        self.snap.buckets.push(Bucket {
+            stack_id,
+            size,
+            active: Cycle {
+                allocs,
+                frees: allocs - c.inuse_objects,
+                alloc_bytes,
+                free_bytes: alloc_bytes - c.inuse_bytes,
+            },
+        });
+        Ok(())
+    }
+
+    /// The maps section (`/proc/self/maps` lines) from `lines`, numbered from `first`:
+    /// the executable mappings (as pprof keeps them). Lines that are not a maps entry
+    /// are skipped, as pprof's `ParseMemoryMap` does (the section may carry other
+    /// text, e.g. `build=` lines).
+    pub(super) fn maps<'a>(
+        &mut self,
+        first: usize,
+        lines: impl Iterator<Item = &'a str>,
+    ) -> Result<(), InputError> {
+        let format = self.format;
+        for (k, l) in lines.enumerate() {
+            let Some(m) = maps_entry(l) else { continue };
+            let at = || format!("line {} of the {format}", first + k);
+            self.budget.charge(4, at)?;
+            self.widest = self.widest.max(m.end);
+            self.snap.mappings.push(m);
+        }
+        Ok(())
+    }
+
+    /// Drops the frames at the innermost end of each stack that lie in a mapping whose
+    /// file name `is_allocator` says is the allocator's (a stack of nothing else is
+    /// kept whole).
+    pub(super) fn trim_leading_frames(&mut self, is_allocator: impl Fn(&str) -> bool) {
+        let maps = &self.snap.mappings;
+        let inside = |a: u64| {
+            maps.iter()
+                .any(|m| a >= m.start && a < m.end && is_allocator(&m.name))
+        };
+        for s in &mut self.snap.stacks {
+            let lead = s.frames.iter().take_while(|&&a| inside(a)).count();
+            if lead < s.frames.len() {
+                s.frames.drain(..lead);
+            }
+        }
+    }
+
+    /// The snapshot: 8-byte words unless every address fits in 32 bits (the text
+    /// does not say; a 64-bit Linux process maps its libraries above 4 GiB).
+    pub(super) fn finish(mut self) -> Input {
+        self.snap.word_size = if self.widest > u64::from(u32::MAX) {
+            8
+        } else {
+            4
+        };
+        Input::Snapshot {
+            snapshot: self.snap,
+            bad_frames: 0,
+            frames: 0,
+        }
+    }
+}
+
+/// A `/proc/<pid>/maps` line, `start-end perms offset dev inode [path]`, if it is one
+/// and executable.
+fn maps_entry(line: &str) -> Option<Mapping> {
+    let mut f = line.split_ascii_whitespace();
+    let (start, end) = f.next()?.split_once('-')?;
+    let perms = f.next()?;
+    let offset = f.next()?;
+    let _dev = f.next()?;
+    let _inode = f.next()?;
+    let name = f.collect::<Vec<_>>().join(" ");
+    let hex = |s: &str| u64::from_str_radix(s, 16).ok();
+    let (start, end, offset) = (hex(start)?, hex(end)?, hex(offset)?);
+    if !perms.contains('x') || end <= start {
+        return None;
+    }
+    Some(Mapping {
+        start,
+        end,
+        offset,
+        name,
+        build_id: Vec::new(),
+    })
+}
+
+/// `0x1a 0x2b …` → addresses (the `0x` optional, as pprof's `parseHexAddresses`).
+pub(super) fn addresses(
+    format: &'static str,
+    line: usize,
+    s: &str,
+) -> Result<Vec<u64>, InputError> {
+    s.split_ascii_whitespace()
+        .map(|a| {
+            let h = a.strip_prefix("0x").unwrap_or(a);
+            u64::from_str_radix(h, 16)
+                .map_err(|_| bad(format, line, format!("`{a}` is not a hexadecimal address")))
+        })
+        .collect()
+}
+
+/// `N: M` → (N, M), counts that are never negative.
+pub(super) fn pair(format: &'static str, line: usize, s: &str) -> Result<(u64, u64), InputError> {
+    let (a, b) = s.split_once(':').ok_or_else(|| {
+        bad(
+            format,
+            line,
+            format!("expected `objects: bytes`, found `{}`", s.trim()),
+        )
+    })?;
+    let num = |t: &str| {
+        let t = t.trim();
+        t.parse::<u64>().map_err(|_| {
+            bad(
+                format,
+                line,
+                format!("`{t}` is not a count (a non-negative integer)"),
+            )
+        })
+    };
+    Ok((num(a)?, num(b)?))
+}
+
+/// `inuse: bytes [alloc: bytes]` → its counts.
+pub(super) fn counts(format: &'static str, line: usize, s: &str) -> Result<Counts, InputError> {
+    let (inuse, rest) = s.split_once('[').ok_or_else(|| {
+        bad(
+            format,
+            line,
+            "expected `objects: bytes [objects: bytes]` (in use, then allocated in brackets)",
+        )
+    })?;
+    let alloc = rest
+        .trim_end()
+        .strip_suffix(']')
+        .ok_or_else(|| bad(format, line, "expected `]` after the allocated counts"))?;
+    let (inuse_objects, inuse_bytes) = pair(format, line, inuse)?;
+    let (alloc_objects, alloc_bytes) = pair(format, line, alloc)?;
+    Ok(Counts {
+        inuse_objects,
+        inuse_bytes,
+        alloc_objects,
+        alloc_bytes,
+    })
+}
+
+/// The sampling rate of a header's `@ kind[/N]`: 1 = every allocation recorded.
+fn header_rate(line: usize, kind: &str) -> Result<u64, InputError> {
+    const F: &str = GPERFTOOLS_HEAP.name;
+    let (name, n) = kind.split_once('/').unwrap_or((kind, ""));
+    let n = || {
+        n.parse::<u64>().map_err(|_| {
+            bad(
+                F,
+                line,
+                format!("`{kind}`: expected a sampling rate in bytes after `/`"),
+            )
+        })
+    };
+    match name {
+        "heapprofile" => Ok(1),
+        "heap_v2" | "heapz_v2" => n(),
+        // pprof: the old `heap` kind states twice the mean interval.
+        "heap" => Ok(n()? / 2),
+        _ => Err(bad(
+            F,
+            line,
+            format!("unknown heap profile kind `{kind}` (expected heapprofile, heap_v2/N, heapz_v2/N or heap/N)"),
+        )),
+    }
+}
+
+fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
+    const F: &str = GPERFTOOLS_HEAP.name;
+    let text = text(F, bytes)?;
+    let mut lines = text.lines().enumerate().map(|(n, l)| (n + 1, l));
+    let (n, header) = lines
+        .by_ref()
+        .find(|(_, l)| !l.trim().is_empty())
+        .ok_or_else(|| bad(F, 1, "empty"))?;
+    let (totals, kind) = header
+        .trim()
+        .strip_prefix("heap profile:")
+        .and_then(|h| h.split_once('@'))
+        .ok_or_else(|| {
+            bad(
+                F,
+                n,
+                "expected `heap profile: N: N [N: N] @ heapprofile` (or `@ heap_v2/RATE`)",
+            )
+        })?;
+    counts(F, n, totals)?;
+    let rate = header_rate(n, kind.trim())?;
+    let mut r = Records::new(F, limits, bytes.len(), rate);
+    while let Some((n, l)) = lines.next() {
+        let t = l.trim();
+        if t.is_empty() {
+            continue;
+        }
+        if t == "MAPPED_LIBRARIES:" || t == "--- Memory map: ---" {
+            r.maps(n + 1, lines.map(|(_, l)| l))?;
+            break;
+        }
+        let (c, stack) = t.split_once('@').ok_or_else(|| {
+            bad(
+                F,
+                n,
+                "expected `N: N [N: N] @ 0xADDR …` or `MAPPED_LIBRARIES:`",
+            )
+        })?;
+        let c = counts(F, n, c)?;
+        r.record(n, c, addresses(F, n, stack)?)?;
+    }
+    Ok(r.finish())
+}

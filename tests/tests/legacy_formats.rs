@@ -1,0 +1,240 @@
+//! Legacy heap profiles from the real allocators: `tests/c/leaky.c` (known leaks) built
+//! with the system `cc` and run under gperftools' tcmalloc (`HEAPPROFILE`, a
+//! `HeapProfilerDump`) and under jemalloc (`MALLOC_CONF=prof:true,…`, a `prof.dump`
+//! through `mallctl`). `cargo xtask test` installs google-perftools (libtcmalloc,
+//! `google-pprof`) and libjemalloc-dev (libjemalloc, `jeprof`).
+//!
+//! What is compared:
+//! - gperftools: `heapsnap top --no-local --elf leaky` against
+//!   `go tool pprof -top -nodefraction=0 leaky FILE`, line for line from `Showing nodes`
+//!   on, for all four sample types, with one substitution: pprof's DWARF symbolizer
+//!   leaves `_start` (no debug info) as its mapping, `[leaky]`, where heapsnap falls
+//!   back to the ELF symbol table and names it `_start`.
+//! - jemalloc (which `go tool pprof` refuses): `jeprof --text --show_bytes` against the
+//!   flat and cum values heapsnap gives (from its folded output) for the program's
+//!   functions, and the total, for all four sample types; exact with every allocation
+//!   recorded, within jeprof's truncation (one per record) when sampled.
+
+use e2e::{pprof, run, target_dir, top_body};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+const INDICES: [&str; 4] = [
+    "inuse_space",
+    "inuse_objects",
+    "alloc_space",
+    "alloc_objects",
+];
+
+struct Corpus {
+    prog: PathBuf,
+    tcmalloc: PathBuf,
+    jemalloc_every: PathBuf,
+    jemalloc_sampled: PathBuf,
+}
+
+/// A shared library of the system, found as the C compiler finds it.
+fn system_lib(name: &str, package: &str) -> PathBuf {
+    let p = PathBuf::from(run(Command::new("cc").arg(format!("-print-file-name={name}"))).trim());
+    assert!(
+        p.is_absolute() && p.is_file(),
+        "{name} not found: `cargo xtask test` installs it (Debian {package})"
+    );
+    p
+}
+
+fn corpus() -> &'static Corpus {
+    static C: OnceLock<Corpus> = OnceLock::new();
+    C.get_or_init(|| {
+        let dir = target_dir().join("legacy-corpus");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let prog = dir.join("leaky");
+        let src = e2e::repo_root().join("tests/c/leaky.c");
+        run(Command::new("cc")
+            .args(["-g", "-O1", "-fno-omit-frame-pointer", "-o"])
+            .arg(&prog)
+            .arg(&src)
+            .arg("-ldl"));
+        let tcmalloc = system_lib(
+            "libtcmalloc.so.4",
+            "libgoogle-perftools4 via google-perftools",
+        );
+        let jemalloc = system_lib("libjemalloc.so.2", "libjemalloc2 via libjemalloc-dev");
+        run(Command::new(&prog)
+            .env("LD_PRELOAD", &tcmalloc)
+            .env("HEAPPROFILE", dir.join("tc")));
+        let je = |name: &str, conf: &str| {
+            let out = dir.join(name);
+            run(Command::new(&prog)
+                .arg(&out)
+                .env("LD_PRELOAD", &jemalloc)
+                .env("MALLOC_CONF", conf));
+            out
+        };
+        Corpus {
+            tcmalloc: dir.join("tc.0001.heap"),
+            jemalloc_every: je("je0.heap", "prof:true,prof_accum:true,lg_prof_sample:0"),
+            jemalloc_sampled: je("je10.heap", "prof:true,prof_accum:true,lg_prof_sample:10"),
+            prog,
+        }
+    })
+}
+
+fn heapsnap(args: &[&str], file: &Path) -> String {
+    let c = corpus();
+    run(Command::new(e2e::heapsnap())
+        .args(args)
+        .args(["--no-local", "--elf"])
+        .arg(&c.prog)
+        .arg(file))
+}
+
+#[test]
+fn gperftools_top_equals_pprof_top() {
+    let c = corpus();
+    let text = std::fs::read_to_string(&c.tcmalloc).unwrap();
+    assert!(text.starts_with("heap profile:"), "{text}");
+    assert!(text.contains("@ heapprofile"), "{text}");
+    for index in INDICES {
+        let ours = heapsnap(&["top", "--sample-index", index], &c.tcmalloc);
+        let prog = c.prog.to_str().unwrap();
+        let theirs = pprof(
+            &[
+                "-top",
+                "-nodefraction=0",
+                &format!("-sample_index={index}"),
+                prog,
+            ],
+            &c.tcmalloc,
+        );
+        assert!(ours.starts_with(&format!("Type: {index}\n")), "{ours}");
+        assert!(theirs.contains(&format!("Type: {index}\n")), "{theirs}");
+        let ours: Vec<String> = top_body(&ours)
+            .into_iter()
+            .map(|l| match l.strip_suffix("  _start") {
+                Some(v) => format!("{v}  [leaky]"),
+                None => l,
+            })
+            .collect();
+        let theirs = top_body(&theirs);
+        assert!(
+            theirs.iter().any(|l| l.ends_with("  leak_large")),
+            "pprof did not symbolize the program: {theirs:#?}"
+        );
+        assert_eq!(ours, theirs, "{index}: heapsnap top vs go tool pprof -top");
+    }
+}
+
+/// jeprof's `Total:` and rows: name → (flat, cum).
+fn jeprof(index: &str, file: &Path) -> (i64, HashMap<String, (i64, i64)>) {
+    let c = corpus();
+    let out = run(Command::new("jeprof")
+        .args(["--text", "--show_bytes", &format!("--{index}")])
+        .arg(&c.prog)
+        .arg(file));
+    let total = out
+        .lines()
+        .find_map(|l| l.strip_prefix("Total: "))
+        .and_then(|t| t.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no Total in jeprof's output:\n{out}"));
+    let rows = out
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() < 6 || !f[1].ends_with('%') {
+                return None;
+            }
+            Some((f[5..].join(" "), (f[0].parse().ok()?, f[3].parse().ok()?)))
+        })
+        .collect();
+    (total, rows)
+}
+
+/// heapsnap's total and per-function (flat, cum) from its folded stacks of `index`.
+fn ours(index: &str, file: &Path) -> (i64, HashMap<String, (i64, i64)>) {
+    let folded = heapsnap(
+        &["convert", "--format", "folded", "--sample-index", index],
+        file,
+    );
+    let (mut total, mut rows) = (0, HashMap::<String, (i64, i64)>::new());
+    for l in folded.lines() {
+        let (stack, v) = l.rsplit_once(' ').unwrap();
+        let v: i64 = v.parse().unwrap();
+        total += v;
+        let frames: Vec<&str> = stack.split(';').collect();
+        let mut seen = std::collections::HashSet::new();
+        for f in &frames {
+            if seen.insert(*f) {
+                rows.entry(f.to_string()).or_default().1 += v;
+            }
+        }
+        rows.entry(frames.last().unwrap().to_string())
+            .or_default()
+            .0 += v;
+    }
+    (total, rows)
+}
+
+fn assert_agrees_with_jeprof(file: &Path, tolerance: i64) {
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(text.starts_with("heap_v2/"), "{text}");
+    for index in INDICES {
+        let (jt, jrows) = jeprof(index, file);
+        let (ht, hrows) = ours(index, file);
+        // The total covers every stack, the C library's own included (4 records).
+        assert!(
+            (jt - ht).abs() <= 4 * tolerance,
+            "{index}: total {ht}, jeprof {jt}"
+        );
+        for f in ["leak_large", "leak_medium", "leak_small", "main"] {
+            let j = jrows.get(f).copied().unwrap_or_default();
+            let h = hrows.get(f).copied().unwrap_or_default();
+            let close = |a: i64, b: i64, n: i64| (a - b).abs() <= n;
+            assert!(
+                close(j.0, h.0, tolerance) && close(j.1, h.1, 3 * tolerance),
+                "{index} {f}: heapsnap (flat, cum) {h:?}, jeprof {j:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn jemalloc_every_allocation_equals_jeprof() {
+    let c = corpus();
+    assert_agrees_with_jeprof(&c.jemalloc_every, 0);
+    // What the program leaks, as jemalloc recorded it (jemalloc's size classes: 48,
+    // 4096 for 4000, 1 MiB).
+    let (_, rows) = ours("inuse_space", &c.jemalloc_every);
+    assert_eq!(rows["leak_large"], (4 << 20, 4 << 20));
+    assert_eq!(rows["leak_small"].0, 100 * 48);
+    assert_eq!(rows["leak_medium"].0, 10 * 4096);
+    let (_, rows) = ours("alloc_objects", &c.jemalloc_every);
+    assert_eq!(rows["leak_medium"].0, 20);
+}
+
+#[test]
+fn jemalloc_sampled_is_unsampled_as_jeprof_does() {
+    let c = corpus();
+    assert!(std::fs::read_to_string(&c.jemalloc_sampled)
+        .unwrap()
+        .starts_with("heap_v2/1024\n"));
+    // jeprof sums unsampled floats and truncates the row; heapsnap truncates each
+    // record's value: one apart per record at most.
+    assert_agrees_with_jeprof(&c.jemalloc_sampled, 1);
+}
+
+#[test]
+fn go_tool_pprof_refuses_jemalloc_dumps_that_heapsnap_reads() {
+    let c = corpus();
+    let out = e2e::go()
+        .args(["tool", "pprof", "-top"])
+        .arg(&c.jemalloc_every)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "pprof read a jemalloc dump");
+    let top = heapsnap(&["top"], &c.jemalloc_every);
+    assert!(top.contains("  leak_large"), "{top}");
+}
