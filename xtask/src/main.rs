@@ -32,7 +32,8 @@ tasks:
   bench                          run the criterion benchmarks and print their figures
   device                         sampler-core device builds, no-panic link test, flash size
   check                          rustfmt, clippy (warnings denied), viewer/device feature builds
-  fuzz                           run every cargo-fuzz target briefly (as `test` does)
+  fuzz [--seconds N]             run every cargo-fuzz target briefly (as `test` does),
+                                 or N seconds each (the long runs are by hand)
 ";
 
 fn main() -> ExitCode {
@@ -54,7 +55,7 @@ fn main() -> ExitCode {
         },
         "device" => sampler::device_checks(),
         "check" => test::checks(),
-        "fuzz" => fuzz::fuzz_smoke(),
+        "fuzz" => fuzz::run(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
