@@ -151,6 +151,41 @@ fn a_deep_pprof_stack_and_a_one_field_gzip_bomb_are_refused() {
 }
 
 #[test]
+fn table_entries_bound_snapshot_conversion_and_folded_stacks() {
+    // Three distinct return addresses: a fourth location table entry is refused.
+    let f = write("three-frames.snap", &gen::good_snapshot());
+    fails_with(
+        &heapsnap(&["top", "--limit", "table-entries=2", path(&f)]),
+        &[
+            "too many locations (distinct return addresses) (3, over the limit table-entries=2) at bucket 0 (stack id 1)",
+            "--limit table-entries=N",
+        ],
+    );
+    // Five buckets on one stack of three frames: five samples.
+    let f = write("five-buckets.snap", &gen::shared_stack_snapshot(3, 5));
+    fails_with(
+        &heapsnap(&["top", "--limit", "table-entries=4", path(&f)]),
+        &["too many samples (5, over the limit table-entries=4) at bucket 4 (stack id 1)"],
+    );
+    let f = write("same.folded", b"main;a 1\nmain;a 2\nmain;a 3\n");
+    fails_with(
+        &heapsnap(&["top", "--limit", "table-entries=2", path(&f)]),
+        &["too many samples (3, over the limit table-entries=2) at line 3 of the folded stacks"],
+    );
+    let f = write("three.folded", b"main;a 1\nmain;b 2\nmain;c 3\n");
+    fails_with(
+        &heapsnap(&["top", "--limit", "table-entries=3", path(&f)]),
+        &["too many locations (distinct frame names) (4, over the limit table-entries=3) at line 3"],
+    );
+    let ok = heapsnap(&["top", "--limit", "table-entries=4", path(&f)]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+}
+
+#[test]
 fn many_buckets_on_one_deep_stack_stop_at_the_entry_budget() {
     // 60,000 frames, 20,000 buckets: 1.2 billion location ids from under 300 KB.
     let snap = gen::shared_stack_snapshot(60_000, 20_000);

@@ -86,6 +86,7 @@ fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
     // Each sample is an entry, and each of its frames; each new name four (function,
     // location, line, string).
     let mut budget = Budget::new(limits, bytes.len() as u64);
+    let mut samples = 0u64;
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -94,6 +95,8 @@ fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
             parse_line(line).map_err(|what| InputError::Folded { line: n + 1, what })?;
         let at = || format!("line {} of the folded stacks", n + 1);
         budget.charge(2, at)?;
+        samples += 1;
+        budget.cap("table-entries", samples, || "samples".into(), at)?;
         let mut locs: Vec<u64> = Vec::new();
         for name in frames {
             budget.charge(1, at)?;
@@ -107,6 +110,12 @@ fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
                 Some(&id) => id,
                 None => {
                     budget.charge(4, at)?;
+                    budget.cap(
+                        "table-entries",
+                        locations.len() as u64 + 1,
+                        || "locations (distinct frame names)".into(),
+                        at,
+                    )?;
                     let f = b.function(name, name, "", 0);
                     let line = Line {
                         function_id: f,

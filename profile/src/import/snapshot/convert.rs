@@ -161,6 +161,7 @@ pub fn to_profile_limited(
 ) -> Result<Profile, LimitError> {
     let mut c = Converter::new(snap, symbols);
     let total = snap.buckets.len() as u64;
+    let mut samples = 0u64;
     for (n, bucket) in snap.buckets.iter().enumerate() {
         if n % 4096 == 0 {
             progress(n as u64, total);
@@ -178,6 +179,8 @@ pub fn to_profile_limited(
         let at = || format!("bucket {n} (stack id {})", bucket.stack_id);
         let locs = c.stack_locations(bucket.stack_id, budget, &at)?;
         budget.charge(6 + locs.len() as u64, at)?;
+        samples += 1;
+        budget.cap("table-entries", samples, || "samples".into(), at)?;
         c.b.sample(locs, values.to_vec(), label);
     }
     progress(total, total);
@@ -269,6 +272,12 @@ impl<'a> Converter<'a> {
         )?;
         for &addr in frames {
             if !self.addresses.contains_key(&addr) {
+                budget.cap(
+                    "table-entries",
+                    self.addresses.len() as u64 + 1,
+                    || "locations (distinct return addresses)".into(),
+                    at,
+                )?;
                 let resolved = self.symbols.resolve(addr);
                 // Eight for the address (its symbolization, its location and the
                 // maps that intern both: about 350 bytes, measured), and a line, a
