@@ -66,6 +66,27 @@ pub(super) fn text<'a>(format: &'static str, bytes: &'a [u8]) -> Result<&'a str,
     })
 }
 
+/// Numbered lines (from 1) of a text file.
+pub(super) type NumberedLines<'a> = std::iter::Map<
+    std::iter::Enumerate<std::str::Lines<'a>>,
+    fn((usize, &'a str)) -> (usize, &'a str),
+>;
+
+/// The file as numbered text lines, and its first non-blank line (the header), taken
+/// from them.
+pub(super) fn header<'a>(
+    format: &'static str,
+    bytes: &'a [u8],
+) -> Result<((usize, &'a str), NumberedLines<'a>), InputError> {
+    let number: fn((usize, &'a str)) -> (usize, &'a str) = |(n, l)| (n + 1, l);
+    let mut lines = text(format, bytes)?.lines().enumerate().map(number);
+    let first = lines
+        .by_ref()
+        .find(|(_, l)| !l.trim().is_empty())
+        .ok_or_else(|| bad(format, 1, "empty"))?;
+    Ok((first, lines))
+}
+
 /// A snapshot being built from a legacy text profile: stacks interned, one bucket per
 /// record, mappings from the maps section, everything counted against a [`Budget`].
 pub(super) struct Records {
@@ -339,12 +360,7 @@ fn header_rate(line: usize, kind: &str) -> Result<u64, InputError> {
 
 fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
     const F: &str = GPERFTOOLS_HEAP.name;
-    let text = text(F, bytes)?;
-    let mut lines = text.lines().enumerate().map(|(n, l)| (n + 1, l));
-    let (n, header) = lines
-        .by_ref()
-        .find(|(_, l)| !l.trim().is_empty())
-        .ok_or_else(|| bad(F, 1, "empty"))?;
+    let ((n, header), mut lines) = header(F, bytes)?;
     let (totals, kind) = header
         .trim()
         .strip_prefix("heap profile:")

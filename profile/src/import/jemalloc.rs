@@ -27,7 +27,7 @@
 //! function is the leaf. (A jemalloc linked into the program itself, as
 //! tikv-jemallocator does, cannot be told apart by mapping and keeps its frames.)
 
-use super::gperftools::{addresses, bad, counts, text, trim_start, Records};
+use super::gperftools::{addresses, bad, counts, header, trim_start, Records};
 use super::{Format, Input, InputError};
 use crate::limits::Limits;
 
@@ -41,12 +41,7 @@ pub const JEMALLOC_HEAP: Format = Format {
 
 fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
     const F: &str = JEMALLOC_HEAP.name;
-    let text = text(F, bytes)?;
-    let mut lines = text.lines().enumerate().map(|(n, l)| (n + 1, l));
-    let (n, header) = lines
-        .by_ref()
-        .find(|(_, l)| !l.trim().is_empty())
-        .ok_or_else(|| bad(F, 1, "empty"))?;
+    let ((n, header), mut lines) = header(F, bytes)?;
     let rate = header
         .trim()
         .strip_prefix("heap_v2/")
