@@ -131,11 +131,18 @@ size_t heapsnap_max_snapshot_len(void);
 
 // Write a snapshot into `buf` (`cap` bytes). On `OK`, `*len` is the snapshot's size;
 // on `BUFFER_TOO_SMALL`, `*len` is the size it needs (the tables as they are now).
-// `framed`: COBS-framed, ending in a 0 byte, for serial links.
 //
 // # Safety
 // `buf` points to `cap` writable bytes (or `cap` is 0); `len` is writable.
-enum HeapsnapStatus heapsnap_write_snapshot(uint8_t *buf, size_t cap, bool framed, size_t *len);
+enum HeapsnapStatus heapsnap_write_snapshot(uint8_t *buf, size_t cap, size_t *len);
+
+// As `heapsnap_write_snapshot`, COBS-framed (ending in a 0 byte) for serial links:
+// `heapsnap pull`/`convert` find snapshots in a raw capture by their frames. A separate
+// entry point so that a firmware using one format links one encoder.
+//
+// # Safety
+// `buf` points to `cap` writable bytes (or `cap` is 0); `len` is writable.
+enum HeapsnapStatus heapsnap_write_snapshot_framed(uint8_t *buf, size_t cap, size_t *len);
 
 // Stream a snapshot through `write(ctx, bytes, len)`, in chunks, without a buffer for
 // the whole snapshot. Runs with the profiler locked (interrupts off on an MCU): an
@@ -143,7 +150,13 @@ enum HeapsnapStatus heapsnap_write_snapshot(uint8_t *buf, size_t cap, bool frame
 //
 // # Safety
 // `write` is safe to call with `ctx` and a readable chunk.
-enum HeapsnapStatus heapsnap_write_snapshot_with(HeapsnapWriteFn write, void *ctx, bool framed);
+enum HeapsnapStatus heapsnap_write_snapshot_with(HeapsnapWriteFn write, void *ctx);
+
+// As `heapsnap_write_snapshot_with`, COBS-framed (ending in a 0 byte).
+//
+// # Safety
+// `write` is safe to call with `ctx` and a readable chunk.
+enum HeapsnapStatus heapsnap_write_snapshot_framed_with(HeapsnapWriteFn write, void *ctx);
 
 // Record an allocation of `size` bytes at `ptr`, with the caller's stack where
 // this target can walk it (Armv7-M: from the EHABI tables; elsewhere none: use

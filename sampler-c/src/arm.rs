@@ -14,7 +14,7 @@
 )]
 
 use core::ffi::c_void;
-use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use sampler_core::{Captured, StackSource};
 
@@ -110,6 +110,24 @@ extern "C" {
     fn __real__free_r(r: *mut c_void, ptr: *mut c_void);
 }
 
+/// Allocator calls in progress through the `--wrap` hooks. newlib's `malloc` calls
+/// `_malloc_r`, `_calloc_r` and `_realloc_r` call `_malloc_r` and `_free_r`, and under
+/// `--wrap` those inner calls come back through the hooks: only the outermost call of a
+/// nest is recorded, so wrapping both the plain and the `_r` names records each
+/// allocation once. (An interrupt that allocates while the main code is inside the C
+/// library's allocator is not recorded either; newlib's allocator is not interrupt-safe
+/// without its `__malloc_lock` anyway.)
+static NESTED: AtomicU32 = AtomicU32::new(0);
+
+/// Run the allocator call `f` and say whether it was the outermost one.
+#[inline(always)]
+fn through<R>(f: impl FnOnce() -> R) -> (R, bool) {
+    let outer = NESTED.fetch_add(1, Relaxed) == 0;
+    let r = f();
+    NESTED.fetch_sub(1, Relaxed);
+    (r, outer)
+}
+
 #[no_mangle]
 extern "C" fn heapsnap_arm_record_alloc(ptr: *const c_void, size: usize, saved: &Saved) {
     record_alloc_with(ptr, size, &Ehabi(saved));
@@ -128,16 +146,20 @@ extern "C" fn heapsnap_arm_record_realloc(
 #[no_mangle]
 unsafe extern "C" fn heapsnap_arm_malloc(size: usize, saved: &Saved) -> *mut c_void {
     // SAFETY: the C library's malloc, as the caller called it.
-    let p = unsafe { __real_malloc(size) };
-    record_alloc_with(p, size, &Ehabi(saved));
+    let (p, outer) = through(|| unsafe { __real_malloc(size) });
+    if outer {
+        record_alloc_with(p, size, &Ehabi(saved));
+    }
     p
 }
 
 #[no_mangle]
 unsafe extern "C" fn heapsnap_arm_calloc(n: usize, size: usize, saved: &Saved) -> *mut c_void {
     // SAFETY: as the caller called it.
-    let p = unsafe { __real_calloc(n, size) };
-    record_alloc_with(p, n.saturating_mul(size), &Ehabi(saved));
+    let (p, outer) = through(|| unsafe { __real_calloc(n, size) });
+    if outer {
+        record_alloc_with(p, n.saturating_mul(size), &Ehabi(saved));
+    }
     p
 }
 
@@ -148,8 +170,10 @@ unsafe extern "C" fn heapsnap_arm_realloc(
     saved: &Saved,
 ) -> *mut c_void {
     // SAFETY: as the caller called it.
-    let p = unsafe { __real_realloc(old, size) };
-    record_realloc_with(old, p, size, &Ehabi(saved));
+    let (p, outer) = through(|| unsafe { __real_realloc(old, size) });
+    if outer {
+        record_realloc_with(old, p, size, &Ehabi(saved));
+    }
     p
 }
 
@@ -160,8 +184,10 @@ unsafe extern "C" fn heapsnap_arm_malloc_r(
     saved: &Saved,
 ) -> *mut c_void {
     // SAFETY: as the caller called it.
-    let p = unsafe { __real__malloc_r(r, size) };
-    record_alloc_with(p, size, &Ehabi(saved));
+    let (p, outer) = through(|| unsafe { __real__malloc_r(r, size) });
+    if outer {
+        record_alloc_with(p, size, &Ehabi(saved));
+    }
     p
 }
 
@@ -173,8 +199,10 @@ unsafe extern "C" fn heapsnap_arm_calloc_r(
     saved: &Saved,
 ) -> *mut c_void {
     // SAFETY: as the caller called it.
-    let p = unsafe { __real__calloc_r(r, n, size) };
-    record_alloc_with(p, n.saturating_mul(size), &Ehabi(saved));
+    let (p, outer) = through(|| unsafe { __real__calloc_r(r, n, size) });
+    if outer {
+        record_alloc_with(p, n.saturating_mul(size), &Ehabi(saved));
+    }
     p
 }
 
@@ -186,23 +214,29 @@ unsafe extern "C" fn heapsnap_arm_realloc_r(
     saved: &Saved,
 ) -> *mut c_void {
     // SAFETY: as the caller called it.
-    let p = unsafe { __real__realloc_r(r, old, size) };
-    record_realloc_with(old, p, size, &Ehabi(saved));
+    let (p, outer) = through(|| unsafe { __real__realloc_r(r, old, size) });
+    if outer {
+        record_realloc_with(old, p, size, &Ehabi(saved));
+    }
     p
 }
 
 /// `free` under `-Wl,--wrap=free`: forget the object, then free it.
 #[no_mangle]
 unsafe extern "C" fn __wrap_free(ptr: *mut c_void) {
-    heapsnap_record_free(ptr);
+    if NESTED.load(Relaxed) == 0 {
+        heapsnap_record_free(ptr);
+    }
     // SAFETY: as the caller called it.
-    unsafe { __real_free(ptr) }
+    through(|| unsafe { __real_free(ptr) });
 }
 
 /// `_free_r` under `-Wl,--wrap=_free_r` (newlib's reentrant free).
 #[no_mangle]
 unsafe extern "C" fn __wrap__free_r(r: *mut c_void, ptr: *mut c_void) {
-    heapsnap_record_free(ptr);
+    if NESTED.load(Relaxed) == 0 {
+        heapsnap_record_free(ptr);
+    }
     // SAFETY: as the caller called it.
-    unsafe { __real__free_r(r, ptr) }
+    through(|| unsafe { __real__free_r(r, ptr) });
 }

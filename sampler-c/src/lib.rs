@@ -23,10 +23,14 @@
 
 pub mod ehabi;
 
+// Links the single-core critical section (interrupts off) into the library.
+#[cfg(all(feature = "cortex-m", target_arch = "arm", target_os = "none"))]
+use cortex_m as _;
+
 use core::ffi::c_void;
 
 use sampler_core::snapshot::{EncodeError, FnSink};
-use sampler_core::{Counters, NoStack, Profiler, SnapshotError, StackSource};
+use sampler_core::{Counters, Profiler, SnapshotError, StackSource};
 
 /// Interned stacks the profiler holds (fixed at build time, as every capacity here).
 pub const HEAPSNAP_STACKS: usize = 64;
@@ -215,7 +219,6 @@ pub extern "C" fn heapsnap_max_snapshot_len() -> usize {
 
 /// Write a snapshot into `buf` (`cap` bytes). On `OK`, `*len` is the snapshot's size;
 /// on `BUFFER_TOO_SMALL`, `*len` is the size it needs (the tables as they are now).
-/// `framed`: COBS-framed, ending in a 0 byte, for serial links.
 ///
 /// # Safety
 /// `buf` points to `cap` writable bytes (or `cap` is 0); `len` is writable.
@@ -223,9 +226,34 @@ pub extern "C" fn heapsnap_max_snapshot_len() -> usize {
 pub unsafe extern "C" fn heapsnap_write_snapshot(
     buf: *mut u8,
     cap: usize,
-    framed: bool,
     len: *mut usize,
 ) -> HeapsnapStatus {
+    // SAFETY: as promised by our caller.
+    unsafe { to_buffer(buf, cap, len, write_plain) }
+}
+
+/// As `heapsnap_write_snapshot`, COBS-framed (ending in a 0 byte) for serial links:
+/// `heapsnap pull`/`convert` find snapshots in a raw capture by their frames. A separate
+/// entry point so that a firmware using one format links one encoder.
+///
+/// # Safety
+/// `buf` points to `cap` writable bytes (or `cap` is 0); `len` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn heapsnap_write_snapshot_framed(
+    buf: *mut u8,
+    cap: usize,
+    len: *mut usize,
+) -> HeapsnapStatus {
+    // SAFETY: as promised by our caller.
+    unsafe { to_buffer(buf, cap, len, write_framed) }
+}
+
+/// A snapshot through `write` into `buf`, its size (or the size needed) into `*len`.
+///
+/// # Safety
+/// As `heapsnap_write_snapshot`.
+#[inline(always)]
+unsafe fn to_buffer(buf: *mut u8, cap: usize, len: *mut usize, write: Writer) -> HeapsnapStatus {
     if len.is_null() || (buf.is_null() && cap != 0) {
         return HeapsnapStatus::NullArgument;
     }
@@ -235,14 +263,15 @@ pub unsafe extern "C" fn heapsnap_write_snapshot(
         // SAFETY: the caller promises `cap` writable bytes at `buf`.
         unsafe { core::slice::from_raw_parts_mut(buf, cap) }
     };
-    let sink = postcard::ser_flavors::Slice::new(buf);
-    let r = if framed {
-        PROFILER.write_snapshot_framed(&[], sink)
-    } else {
-        PROFILER.write_snapshot(&[], sink)
-    };
+    let mut at = 0usize;
+    let r = write(&mut |bytes: &[u8]| {
+        let end = at.checked_add(bytes.len()).ok_or(())?;
+        buf.get_mut(at..end).ok_or(())?.copy_from_slice(bytes);
+        at = end;
+        Ok(())
+    });
     let (status, n) = match r {
-        Ok(written) => (HeapsnapStatus::Ok, written.len()),
+        Ok(()) => (HeapsnapStatus::Ok, at),
         Err(SnapshotError::Encode(EncodeError::SinkFull { needed })) => {
             (HeapsnapStatus::BufferTooSmall, needed)
         }
@@ -263,17 +292,39 @@ pub unsafe extern "C" fn heapsnap_write_snapshot(
 pub unsafe extern "C" fn heapsnap_write_snapshot_with(
     write: HeapsnapWriteFn,
     ctx: *mut c_void,
-    framed: bool,
 ) -> HeapsnapStatus {
-    let Some(write) = write else {
+    // SAFETY: as promised by our caller.
+    unsafe { to_callback(write, ctx, write_plain) }
+}
+
+/// As `heapsnap_write_snapshot_with`, COBS-framed (ending in a 0 byte).
+///
+/// # Safety
+/// `write` is safe to call with `ctx` and a readable chunk.
+#[no_mangle]
+pub unsafe extern "C" fn heapsnap_write_snapshot_framed_with(
+    write: HeapsnapWriteFn,
+    ctx: *mut c_void,
+) -> HeapsnapStatus {
+    // SAFETY: as promised by our caller.
+    unsafe { to_callback(write, ctx, write_framed) }
+}
+
+/// A snapshot through `write` into the C callback `send`.
+///
+/// # Safety
+/// As `heapsnap_write_snapshot_with`.
+#[inline(always)]
+unsafe fn to_callback(send: HeapsnapWriteFn, ctx: *mut c_void, write: Writer) -> HeapsnapStatus {
+    let Some(send) = send else {
         return HeapsnapStatus::NullArgument;
     };
     // postcard reports every sink error as a full buffer (and the encoder then as
     // `SinkFull`): whether the callback refused is remembered here.
     let mut refused = false;
-    let sink = FnSink::new(|bytes: &[u8]| {
+    let r = write(&mut |bytes: &[u8]| {
         // SAFETY: the caller promises `write` takes `ctx` and a readable chunk.
-        match unsafe { write(ctx, bytes.as_ptr(), bytes.len()) } {
+        match unsafe { send(ctx, bytes.as_ptr(), bytes.len()) } {
             0 => Ok(()),
             _ => {
                 refused = true;
@@ -281,16 +332,25 @@ pub unsafe extern "C" fn heapsnap_write_snapshot_with(
             }
         }
     });
-    let r = if framed {
-        PROFILER.write_snapshot_framed(&[], sink)
-    } else {
-        PROFILER.write_snapshot(&[], sink)
-    };
     match r {
         Ok(()) => HeapsnapStatus::Ok,
         Err(_) if refused => HeapsnapStatus::WriteFailed,
         Err(e) => status_of(&e),
     }
+}
+
+/// Where the encoder's chunks go: every output is a `dyn` chunk sink, so the encoder is
+/// compiled once per format (plain, framed), not once per kind of output.
+type Chunks<'a> = &'a mut dyn FnMut(&[u8]) -> Result<(), ()>;
+/// One of the two encoders.
+type Writer = fn(Chunks<'_>) -> Result<(), SnapshotError>;
+
+fn write_plain(sink: Chunks<'_>) -> Result<(), SnapshotError> {
+    PROFILER.write_snapshot(&[], FnSink::new(sink))
+}
+
+fn write_framed(sink: Chunks<'_>) -> Result<(), SnapshotError> {
+    PROFILER.write_snapshot_framed(&[], FnSink::new(sink))
 }
 
 fn status_of(e: &SnapshotError) -> HeapsnapStatus {
@@ -326,10 +386,11 @@ fn record_realloc_with<St: StackSource + ?Sized>(
     record_alloc_with(new, size, stack);
 }
 
-#[cfg(not(all(target_arch = "arm", target_feature = "thumb2", target_os = "none")))]
+#[cfg(not(heapsnap_ehabi))]
 mod entry {
     //! Targets without the EHABI walker: the recording entry points record no stack.
     use super::*;
+    use sampler_core::NoStack;
 
     /// Record an allocation of `size` bytes at `ptr`, with the caller's stack where
     /// this target can walk it (Armv7-M: from the EHABI tables; elsewhere none: use
@@ -352,7 +413,7 @@ mod entry {
 }
 
 /// cbindgen:ignore
-#[cfg(all(target_arch = "arm", target_feature = "thumb2", target_os = "none"))]
+#[cfg(heapsnap_ehabi)]
 mod arm;
 
 #[cfg(all(target_os = "none", not(feature = "panic-link-check")))]

@@ -78,8 +78,12 @@ fn c_program_uses_the_api() {
             "-o",
         ])
         .arg(&exe));
-    let (live, freed) = (dir.join("live.bin"), dir.join("freed.bin"));
-    let stdout = run(Command::new(&exe).arg(&live).arg(&freed));
+    let (live, freed, framed) = (
+        dir.join("live.bin"),
+        dir.join("freed.bin"),
+        dir.join("framed.bin"),
+    );
+    let stdout = run(Command::new(&exe).arg(&live).arg(&freed).arg(&framed));
     eprintln!("{stdout}");
     assert!(
         stdout.ends_with("ok\n"),
@@ -125,6 +129,11 @@ fn c_program_uses_the_api() {
         snap.stacks.len(),
         snap.counters
     );
+
+    // The framed snapshot is the same snapshot in a COBS frame.
+    let capture = sampler_core::snapshot::decode_frames(&std::fs::read(&framed).unwrap());
+    assert_eq!(capture.bad_count(), 0);
+    assert_eq!(capture.last_good(), Some(&snap));
 
     // After every free (and a realloc that moved object 0): nothing in use.
     let snap = sampler_core::snapshot::decode(&std::fs::read(&freed).unwrap()).unwrap();

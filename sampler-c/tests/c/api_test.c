@@ -46,7 +46,7 @@ static void write_file(const char *path, const unsigned char *bytes, size_t len)
 }
 
 int main(int argc, char **argv) {
-    CHECK(argc == 3); /* snapshot file after the allocations, after all frees */
+    CHECK(argc == 4); /* snapshot files: after the allocations, after all frees, framed */
     HeapsnapCounters c;
     CHECK(!heapsnap_counters(NULL));
 
@@ -80,35 +80,42 @@ int main(int argc, char **argv) {
 
     /* Buffer too small: the needed size comes back, then fits exactly. */
     size_t need = 0;
-    CHECK(heapsnap_write_snapshot(NULL, 16, false, &need) == HEAPSNAP_STATUS_NULL_ARGUMENT);
-    CHECK(heapsnap_write_snapshot(NULL, 0, false, NULL) == HEAPSNAP_STATUS_NULL_ARGUMENT);
+    CHECK(heapsnap_write_snapshot(NULL, 16, &need) == HEAPSNAP_STATUS_NULL_ARGUMENT);
+    CHECK(heapsnap_write_snapshot(NULL, 0, NULL) == HEAPSNAP_STATUS_NULL_ARGUMENT);
     unsigned char small[8];
-    CHECK(heapsnap_write_snapshot(small, sizeof small, false, &need) ==
+    CHECK(heapsnap_write_snapshot(small, sizeof small, &need) ==
           HEAPSNAP_STATUS_BUFFER_TOO_SMALL);
     CHECK(need > sizeof small && need <= heapsnap_max_snapshot_len());
     size_t max = heapsnap_max_snapshot_len();
     unsigned char *buf = malloc(max);
     size_t len = 0;
-    CHECK(heapsnap_write_snapshot(buf, need, false, &len) == HEAPSNAP_STATUS_OK);
+    CHECK(heapsnap_write_snapshot(buf, need, &len) == HEAPSNAP_STATUS_OK);
     CHECK(len == need);
     printf("snapshot: %zu bytes (max %zu)\n", len, heapsnap_max_snapshot_len());
 
     /* The callback gets the same bytes; a failing callback is reported. */
     unsigned char *streamed = malloc(len);
     struct mem_sink s = {streamed, 0, len, -1};
-    CHECK(heapsnap_write_snapshot_with(to_memory, &s, false) == HEAPSNAP_STATUS_OK);
+    CHECK(heapsnap_write_snapshot_with(to_memory, &s) == HEAPSNAP_STATUS_OK);
     CHECK(s.len == len && memcmp(streamed, buf, len) == 0);
     struct mem_sink failing = {streamed, 0, len, 3};
-    CHECK(heapsnap_write_snapshot_with(to_memory, &failing, false) ==
+    CHECK(heapsnap_write_snapshot_with(to_memory, &failing) ==
           HEAPSNAP_STATUS_WRITE_FAILED);
-    CHECK(heapsnap_write_snapshot_with(NULL, NULL, false) == HEAPSNAP_STATUS_NULL_ARGUMENT);
+    CHECK(heapsnap_write_snapshot_with(NULL, NULL) == HEAPSNAP_STATUS_NULL_ARGUMENT);
     write_file(argv[1], buf, len);
 
     /* Framed: ends in the COBS delimiter. */
     size_t framed_len = 0;
     unsigned char *framed = malloc(2 * max);
-    CHECK(heapsnap_write_snapshot(framed, 2 * max, true, &framed_len) == HEAPSNAP_STATUS_OK);
+    CHECK(heapsnap_write_snapshot_framed(framed, 2 * max, &framed_len) == HEAPSNAP_STATUS_OK);
     CHECK(framed_len > len && framed[framed_len - 1] == 0);
+    for (size_t i = 0; i + 1 < framed_len; i++) CHECK(framed[i] != 0);
+    struct mem_sink fs = {streamed, 0, len, -1};
+    unsigned char *framed2 = malloc(2 * max);
+    fs.buf = framed2, fs.cap = 2 * max;
+    CHECK(heapsnap_write_snapshot_framed_with(to_memory, &fs) == HEAPSNAP_STATUS_OK);
+    CHECK(fs.len == framed_len && memcmp(framed2, framed, framed_len) == 0);
+    write_file(argv[3], framed, framed_len);
 
     /* realloc: object 0 moves to a new address (still one live object), a failed
      * realloc (NULL) records nothing; then everything is freed. */
@@ -125,7 +132,7 @@ int main(int argc, char **argv) {
     /* Objects whose samples were dropped (stack table full) are not tracked: their
      * frees may look sampled and count as unknown, never as freed objects. */
     CHECK(c.unknown_frees >= unknown);
-    CHECK(heapsnap_write_snapshot(buf, max, false, &len) == HEAPSNAP_STATUS_OK);
+    CHECK(heapsnap_write_snapshot(buf, max, &len) == HEAPSNAP_STATUS_OK);
     write_file(argv[2], buf, len);
     printf("ok\n");
     return 0;
