@@ -86,7 +86,10 @@ impl Insns {
 
 /// The table entry covering `addr`: the last one whose function starts at or below it.
 fn lookup(tab: Exidx, addr: u32, read: &impl Fn(u32) -> Option<u32>) -> Option<(u32, u32)> {
-    if tab.end <= tab.start || (tab.end - tab.start) % 8 != 0 || tab.start % 4 != 0 {
+    if tab.end <= tab.start
+        || !(tab.end - tab.start).is_multiple_of(8)
+        || !tab.start.is_multiple_of(4)
+    {
         return None;
     }
     let n = (tab.end - tab.start) / 8;
@@ -119,7 +122,7 @@ fn instructions(place: u32, data: u32, read: &impl Fn(u32) -> Option<u32>) -> Op
         (data, None)
     } else {
         let at = prel31(place, data);
-        if at % 4 != 0 {
+        if !at.is_multiple_of(4) {
             return None;
         }
         (read(at)?, Some(at))
@@ -168,7 +171,7 @@ pub fn walk(
     vrs[14] = start.lr;
     vrs[15] = start.lr;
     let stack = |a: u32| -> Option<u32> {
-        (a >= lo && a.checked_add(4).is_some_and(|e| e <= hi) && a % 4 == 0)
+        (a >= lo && a.checked_add(4).is_some_and(|e| e <= hi) && a.is_multiple_of(4))
             .then(|| read(a))
             .flatten()
     };
@@ -318,6 +321,7 @@ fn execute(insns: &[u8], vrs: &mut [u32; 16], stack: &impl Fn(u32) -> Option<u32
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::collections::HashMap;
