@@ -20,8 +20,9 @@ const USAGE: &str = "\
 usage: cargo xtask <task> [options]
 
 tasks:
-  demo [--no-serve] [--port N] [--host]
-                                 build, profile firmware in QEMU (--host: a host program),
+  demo [--no-serve] [--port N] [--host | --c]
+                                 build, profile firmware in QEMU (--host: a host program;
+                                 --c: the C firmware, gcc + newlib + libsampler_c.a),
                                  convert, serve the viewer with the profile preloaded
   test                           run every test (what CI runs)
   viewer [--dev]                 build the browser viewer into www/pkg
