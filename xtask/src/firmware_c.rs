@@ -101,8 +101,10 @@ fn library(cpu: &Cpu) -> Res<PathBuf> {
 }
 
 /// Compile and link the firmware for `cpu` into `elf`: with the library and the wraps,
-/// or (`lib = None`) the baseline with `baseline.c`'s stubs.
-fn link(cpu: &Cpu, lib: Option<&Path>, elf: &Path) -> Res {
+/// or (`lib = None`) the baseline with `baseline.c`'s stubs. `keep_api`: every function
+/// of the header is kept in the link (`--undefined`), so the no-panic check covers the
+/// entry points the firmware does not call too.
+fn link(cpu: &Cpu, lib: Option<&Path>, elf: &Path, keep_api: bool) -> Res {
     let src = root().join("firmware-c");
     let mut c = Command::new("arm-none-eabi-gcc");
     c.current_dir(&src)
@@ -123,6 +125,11 @@ fn link(cpu: &Cpu, lib: Option<&Path>, elf: &Path) -> Res {
         // newlib's objects lack .note.GNU-stack: nothing to warn about on an MCU.
         .args(["-Wl,--gc-sections", "-Wl,--no-warn-execstack", "-o"])
         .arg(elf);
+    if keep_api {
+        for f in api_functions()? {
+            c.arg(format!("-Wl,--undefined={f}"));
+        }
+    }
     match lib {
         Some(lib) => c.arg(WRAP).arg(lib),
         None => c.arg("baseline.c"),
@@ -146,7 +153,7 @@ pub fn build_and_run() -> Res<Vec<PathBuf>> {
     for old in crate::firmware::snapshots_in(&out)? {
         std::fs::remove_file(&old).map_err(|e| format!("{}: {e}", old.display()))?;
     }
-    link(&M3, Some(&lib), &elf)?;
+    link(&M3, Some(&lib), &elf, true)?;
     step("C firmware in QEMU");
     crate::firmware::run_qemu(&elf, &out)?;
     let snaps = crate::firmware::snapshots_in(&out)?;
@@ -169,8 +176,8 @@ pub fn sizes() -> Res {
     let dir = root().join("target/firmware-c-sizes");
     let (profiled, baseline) = (dir.join("profiled.elf"), dir.join("baseline.elf"));
     step("C firmware for thumbv7em: with the library, and the baseline with stubs");
-    link(&M4F, Some(&lib), &profiled)?;
-    link(&M4F, None, &baseline)?;
+    link(&M4F, Some(&lib), &profiled, false)?;
+    link(&M4F, None, &baseline, false)?;
     let (p, b) = (Sizes::of(&profiled)?, Sizes::of(&baseline)?);
     let flash = p.flash.saturating_sub(b.flash);
     let ram = p.ram.saturating_sub(b.ram);
@@ -215,15 +222,39 @@ fn static_size(elf: &Path, part: &str) -> Res<u64> {
         .ok_or_else(|| format!("{}: no symbol containing `{part}`", elf.display()))
 }
 
+/// The functions `heapsnap.h` declares (`… heapsnap_name(…`).
+fn api_functions() -> Res<Vec<String>> {
+    let h = header()?;
+    let names: Vec<String> = h
+        .lines()
+        .filter(|l| !l.starts_with("//") && !l.starts_with(' ') && l.contains('('))
+        .filter_map(|l| {
+            let name = l.split('(').next()?.rsplit([' ', '*']).next()?;
+            name.starts_with("heapsnap_").then(|| name.to_string())
+        })
+        .collect();
+    if names.len() < 10 {
+        return Err(format!(
+            "heapsnap.h declares {} functions? ({names:?})",
+            names.len()
+        ));
+    }
+    Ok(names)
+}
+
+fn header() -> Res<String> {
+    let path = root().join("sampler-c/include/heapsnap.h");
+    std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// HEAPSNAP_TABLE_BYTES as the header states it, computed from the header's capacities.
 fn formula() -> Res<u64> {
-    let path = root().join("sampler-c/include/heapsnap.h");
-    let h = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let h = header()?;
     let cap = |name: &str| -> Res<u64> {
         h.lines()
             .find_map(|l| l.strip_prefix(&format!("#define {name} ")))
             .and_then(|v| v.trim().parse().ok())
-            .ok_or_else(|| format!("{}: no `#define {name} <number>`", path.display()))
+            .ok_or_else(|| format!("heapsnap.h: no `#define {name} <number>`"))
     };
     Ok(12 * cap("HEAPSNAP_STACKS")?
         + 4 * cap("HEAPSNAP_FRAMES")?

@@ -141,8 +141,12 @@ pub fn checks() -> Res {
         "warnings",
     ]))?;
     // The C library as a device links it: Thumb-2 (the EHABI walker and the `--wrap`
-    // hooks) and Thumb-1 (neither).
-    for t in ["thumbv7m-none-eabi", "thumbv6m-none-eabi"] {
+    // hooks), Thumb-1 (neither) and RISC-V (neither, no Cortex-M critical section).
+    for (t, features) in [
+        ("thumbv7m-none-eabi", "cortex-m"),
+        ("thumbv6m-none-eabi", "cortex-m"),
+        ("riscv32imac-unknown-none-elf", ""),
+    ] {
         tools::ensure_targets(&[t])?;
         tools::run(cargo().args([
             "clippy",
@@ -151,7 +155,7 @@ pub fn checks() -> Res {
             "--target",
             t,
             "--features",
-            "cortex-m",
+            features,
             "--",
             "-D",
             "warnings",
