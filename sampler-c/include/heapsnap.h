@@ -163,8 +163,9 @@ enum HeapsnapStatus heapsnap_write_snapshot_framed_with(HeapsnapWriteFn write, v
 // `heapsnap_record_alloc_stack`). NULL `ptr` is ignored.
 void heapsnap_record_alloc(const void *ptr, size_t size);
 
-// Record a successful `realloc(old, size)` that returned `new_ptr` (NULL `new_ptr`:
-// the realloc failed, nothing is recorded; NULL `old`: a plain allocation).
+// Record `realloc(old, size)` that returned `new_ptr`. NULL `old`: a plain
+// allocation; NULL `new_ptr` with `size` 0: `old` was freed (as newlib and glibc
+// do); NULL `new_ptr` otherwise: the realloc failed, nothing is recorded.
 void heapsnap_record_realloc(const void *old, const void *new_ptr, size_t size);
 
 #ifdef __cplusplus

@@ -371,7 +371,8 @@ fn record_alloc_with<St: StackSource + ?Sized>(ptr: *const c_void, size: usize, 
 }
 
 /// A realloc that moved or resized `old` to `new`: the old object is freed, the new one
-/// allocated (NULL `new`: the realloc failed, `old` is still live, nothing recorded).
+/// allocated. NULL `new` with `size` 0: `old` was freed (newlib and glibc free it and
+/// return NULL); NULL `new` otherwise: the realloc failed, `old` is still live.
 #[inline(always)]
 fn record_realloc_with<St: StackSource + ?Sized>(
     old: *const c_void,
@@ -380,6 +381,9 @@ fn record_realloc_with<St: StackSource + ?Sized>(
     stack: &St,
 ) {
     if new.is_null() {
+        if size == 0 {
+            heapsnap_record_free(old);
+        }
         return;
     }
     heapsnap_record_free(old);
@@ -400,8 +404,9 @@ mod entry {
         record_alloc_with(ptr, size, &NoStack);
     }
 
-    /// Record a successful `realloc(old, size)` that returned `new_ptr` (NULL `new_ptr`:
-    /// the realloc failed, nothing is recorded; NULL `old`: a plain allocation).
+    /// Record `realloc(old, size)` that returned `new_ptr`. NULL `old`: a plain
+    /// allocation; NULL `new_ptr` with `size` 0: `old` was freed (as newlib and glibc
+    /// do); NULL `new_ptr` otherwise: the realloc failed, nothing is recorded.
     #[no_mangle]
     pub extern "C" fn heapsnap_record_realloc(
         old: *const c_void,
