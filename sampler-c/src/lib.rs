@@ -150,6 +150,11 @@ pub type HeapsnapWriteFn =
 /// when called from inside the profiler.
 #[no_mangle]
 pub extern "C" fn heapsnap_init(rate: usize, seed: u64, stack_lo: usize, stack_hi: usize) -> bool {
+    #[cfg(feature = "inject-panic")]
+    #[allow(clippy::panic)]
+    if core::hint::black_box(rate) == usize::MAX {
+        panic!("injected");
+    }
     STACK_LO.store(stack_lo, core::sync::atomic::Ordering::Relaxed);
     STACK_HI.store(stack_hi, core::sync::atomic::Ordering::Relaxed);
     PROFILER.start(rate, seed)

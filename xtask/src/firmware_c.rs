@@ -25,6 +25,9 @@ const FLASH_TARGET: u64 = 8 * 1024;
 /// the target (see docs/integrating.md, "From C"), this keeps it from growing unseen.
 const FLASH_GUARD: u64 = 20 * 1024;
 
+/// What the library's panic handler calls under `panic-link-check`: never defined.
+const PANIC_SYMBOL: &str = "heapsnap_c_found_a_reachable_panic";
+
 /// Every allocator entry point newlib has, wrapped.
 const WRAP: &str = "-Wl,--wrap=malloc,--wrap=free,--wrap=realloc,--wrap=calloc,\
                     --wrap=_malloc_r,--wrap=_free_r,--wrap=_realloc_r,--wrap=_calloc_r";
@@ -71,26 +74,50 @@ const M4F: Cpu = Cpu {
 };
 
 /// `libsampler_c.a` for `cpu` with the panic handler that cannot link: the firmware's
-/// link fails if any panic path is reachable from what it calls.
-fn library(cpu: &Cpu) -> Res<PathBuf> {
+/// link fails if any panic path is reachable from what it calls. `inject`: with a panic
+/// planted in `heapsnap_init`, built into a target directory of its own.
+fn library(cpu: &Cpu, inject: bool) -> Res<PathBuf> {
     tools::ensure_targets(&[cpu.target])?;
-    step(&format!("libsampler_c.a for {}", cpu.target));
-    tools::run(cargo().env_remove("RUSTFLAGS").args([
-        "build",
-        "--quiet",
-        "-p",
-        "sampler-c",
-        "--target",
+    step(&format!(
+        "libsampler_c.a for {}{}",
         cpu.target,
-        "--profile",
-        "c-release",
-        "--features",
-        "cortex-m,panic-link-check",
-    ]))?;
-    let lib = root()
-        .join("target")
-        .join(cpu.target)
-        .join("c-release/libsampler_c.a");
+        if inject {
+            " with an injected panic"
+        } else {
+            ""
+        }
+    ));
+    let target_dir = if inject {
+        root().join("target/sampler-c-inject")
+    } else {
+        root().join("target")
+    };
+    let features = if inject {
+        "cortex-m,panic-link-check,inject-panic"
+    } else {
+        "cortex-m,panic-link-check"
+    };
+    tools::run(
+        cargo()
+            .env_remove("RUSTFLAGS")
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "sampler-c",
+                "--target",
+                cpu.target,
+            ])
+            .args([
+                "--profile",
+                "c-release",
+                "--features",
+                features,
+                "--target-dir",
+            ])
+            .arg(&target_dir),
+    )?;
+    let lib = target_dir.join(cpu.target).join("c-release/libsampler_c.a");
     if !lib.is_file() {
         return Err(format!(
             "cargo built sampler-c but {} is missing",
@@ -137,16 +164,34 @@ fn link(cpu: &Cpu, lib: Option<&Path>, elf: &Path, keep_api: bool) -> Res {
     if let Some(dir) = elf.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    tools::run(&mut c).map_err(|e| {
-        format!("{e} (a link error naming `heapsnap_c_found_a_reachable_panic` means a panic path is reachable in sampler-c)")
-    })
+    eprintln!("    $ arm-none-eabi-gcc … -o {}", elf.display());
+    let out = c
+        .output()
+        .map_err(|e| format!("cannot start arm-none-eabi-gcc: {e}"))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for line in stderr.lines() {
+        eprintln!("    gcc| {line}");
+    }
+    if out.status.success() {
+        return Ok(());
+    }
+    let hint = if stderr.contains(PANIC_SYMBOL) {
+        " (a panic path is reachable in sampler-c)"
+    } else {
+        ""
+    };
+    Err(format!(
+        "building {} failed ({}){hint}:\n{stderr}",
+        elf.display(),
+        out.status
+    ))
 }
 
 /// Build the C firmware for QEMU, run it, return its snapshots in order.
 pub fn build_and_run() -> Res<Vec<PathBuf>> {
     tools::ensure_apt(APT)?;
     crate::firmware::ensure_qemu()?;
-    let lib = library(&M3)?;
+    let lib = library(&M3, false)?;
     let out = out_dir();
     step("C firmware (arm-none-eabi-gcc, newlib, --wrap=malloc…)");
     let elf = out.join(ELF_NAME);
@@ -154,6 +199,7 @@ pub fn build_and_run() -> Res<Vec<PathBuf>> {
         std::fs::remove_file(&old).map_err(|e| format!("{}: {e}", old.display()))?;
     }
     link(&M3, Some(&lib), &elf, true)?;
+    no_panic_check_works(&out)?;
     step("C firmware in QEMU");
     crate::firmware::run_qemu(&elf, &out)?;
     let snaps = crate::firmware::snapshots_in(&out)?;
@@ -168,11 +214,33 @@ pub fn build_and_run() -> Res<Vec<PathBuf>> {
     Ok(snaps)
 }
 
+/// The no-panic check's self-check: the same link against a library with a panic
+/// planted in `heapsnap_init` must fail, naming the panic handler's missing symbol.
+fn no_panic_check_works(out: &Path) -> Res {
+    let lib = library(&M3, true)?;
+    step("no-panic self-check: an injected panic must fail the C firmware's link");
+    let elf = out.join("inject-panic.elf");
+    match link(&M3, Some(&lib), &elf, true) {
+        Ok(()) => Err(format!(
+            "the C firmware linked against a library with an injected panic ({}): the \
+             no-panic check no longer catches panics",
+            elf.display()
+        )),
+        Err(e) if e.contains(PANIC_SYMBOL) => {
+            eprintln!("    ok: the injected panic failed the link (`{PANIC_SYMBOL}` undefined)");
+            Ok(())
+        }
+        Err(e) => Err(format!(
+            "the injected-panic link failed for another reason: {e}"
+        )),
+    }
+}
+
 /// The library's flash (profiled firmware minus the stubbed baseline) and RAM (the
 /// profiler static against the header's formula), on a Cortex-M4F.
 pub fn sizes() -> Res {
     tools::ensure_apt(APT)?;
-    let lib = library(&M4F)?;
+    let lib = library(&M4F, false)?;
     let dir = root().join("target/firmware-c-sizes");
     let (profiled, baseline) = (dir.join("profiled.elf"), dir.join("baseline.elf"));
     step("C firmware for thumbv7em: with the library, and the baseline with stubs");
