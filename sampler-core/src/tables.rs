@@ -403,7 +403,13 @@ impl<I: Iterator> Iterator for Counted<I> {
     }
 }
 
-impl<I: Iterator> ExactSizeIterator for Counted<I> {}
+impl<I: Iterator> ExactSizeIterator for Counted<I> {
+    // Not the default, which asserts that `size_hint` agrees: a panic path the device
+    // build would keep (the C library's link check finds it).
+    fn len(&self) -> usize {
+        self.left
+    }
+}
 
 #[cfg(test)]
 #[allow(

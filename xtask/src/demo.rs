@@ -17,6 +17,8 @@ struct Opts {
     /// Profile the host workload instead of the firmware (what happens anyway where
     /// QEMU cannot run).
     host: bool,
+    /// Profile the C firmware (`firmware-c/`, gcc + newlib + libsampler_c.a).
+    c: bool,
 }
 
 fn parse(args: &[String]) -> Res<Opts> {
@@ -24,12 +26,14 @@ fn parse(args: &[String]) -> Res<Opts> {
         serve: true,
         port: None,
         host: false,
+        c: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--no-serve" => opts.serve = false,
             "--host" => opts.host = true,
+            "--c" => opts.c = true,
             "--port" => {
                 let v = it.next().ok_or("`--port` needs a number")?;
                 opts.port = Some(
@@ -39,10 +43,13 @@ fn parse(args: &[String]) -> Res<Opts> {
             }
             other => {
                 return Err(format!(
-                    "demo: unknown option `{other}` (options: --no-serve, --port N)"
+                    "demo: unknown option `{other}` (options: --no-serve, --port N, --host, --c)"
                 ))
             }
         }
+    }
+    if opts.host && opts.c {
+        return Err("demo: `--host` and `--c` each choose what to profile: one of them".into());
     }
     if opts.port == Some(0) {
         return Err("`--port 0`: not a port number (1-65535)".into());
@@ -54,6 +61,13 @@ pub fn run(args: &[String]) -> Res {
     let opts = parse(args)?;
     let input = if opts.host {
         host_workload()?
+    } else if opts.c {
+        step("C firmware in QEMU");
+        Input {
+            what: "C firmware",
+            snapshots: crate::firmware_c::build_and_run()?,
+            elf: Some(crate::firmware_c::out_dir().join(crate::firmware_c::ELF_NAME)),
+        }
     } else {
         profile_input()?
     };

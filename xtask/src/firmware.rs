@@ -239,7 +239,7 @@ fn build() -> Res<PathBuf> {
 
 /// Run the ELF in QEMU with `cwd` as working directory (semihosting file names are
 /// relative to it); echo and log its console; kill it after [`QEMU_TIMEOUT`].
-fn run_qemu(elf: &Path, cwd: &Path) -> Res {
+pub fn run_qemu(elf: &Path, cwd: &Path) -> Res {
     let log_path = cwd.join(LOG_NAME);
     let mut log =
         std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;

@@ -6,6 +6,7 @@
 
 mod demo;
 mod firmware;
+mod firmware_c;
 mod fuzz;
 mod guide;
 mod sampler;
@@ -19,14 +20,17 @@ const USAGE: &str = "\
 usage: cargo xtask <task> [options]
 
 tasks:
-  demo [--no-serve] [--port N] [--host]
-                                 build, profile firmware in QEMU (--host: a host program),
+  demo [--no-serve] [--port N] [--host | --c]
+                                 build, profile firmware in QEMU (--host: a host program;
+                                 --c: the C firmware, gcc + newlib + libsampler_c.a),
                                  convert, serve the viewer with the profile preloaded
   test                           run every test (what CI runs)
   viewer [--dev]                 build the browser viewer into www/pkg
   bench-viewer                   time file → first flame paint and memory in headless Chromium
   firmware [--matrix]            build and run the QEMU firmware, writing snapshots
                                  (--matrix: at every opt-level, with and without LTO)
+  firmware-c                     build the C firmware (gcc, newlib, libsampler_c.a via --wrap),
+                                 run it in QEMU writing snapshots; the C library's flash/RAM
   guide                          compile every code block of docs/integrating.md and README.md;
                                  build the guide's firmware at default release, run it in QEMU
   bench                          run the criterion benchmarks and print their figures
@@ -48,6 +52,7 @@ fn main() -> ExitCode {
         "viewer" => viewer::run(rest),
         "bench-viewer" => viewer::bench(rest),
         "firmware" => firmware::run(rest),
+        "firmware-c" => firmware_c::run(rest),
         "bench" => test::bench(rest),
         "guide" => match rest.first() {
             None => guide::build_and_run().map(|out| println!("{}", out.display())),

@@ -132,21 +132,29 @@ pub fn device_checks() -> Res {
 
 /// Flash (allocated, file-backed sections: code, read-only data, .data's load image)
 /// and RAM (.data + .bss) of a firmware ELF, plus the profiler statics' sizes.
-struct Sizes {
-    flash: u64,
-    ram: u64,
+pub struct Sizes {
+    pub flash: u64,
+    pub ram: u64,
     statics: Vec<(String, u64)>,
 }
 
 impl Sizes {
-    fn of(path: &Path) -> Res<Sizes> {
+    pub fn of(path: &Path) -> Res<Sizes> {
         let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let file = object::File::parse(&*data)
             .map_err(|e| format!("{}: not an ELF file: {e}", path.display()))?;
         let (mut flash, mut ram) = (0, 0);
         for s in file.sections() {
-            if s.address() == 0 {
-                continue; // not loaded (debug info, comments)
+            // Not loaded (debug info, comments): no SHF_ALLOC. (Not "address 0": a C
+            // firmware's .text starts at 0 on many MCUs.)
+            let alloc = match s.flags() {
+                object::SectionFlags::Elf { sh_flags, .. } => {
+                    sh_flags.0 & object::elf::SHF_ALLOC.0 != 0
+                }
+                _ => s.address() != 0,
+            };
+            if !alloc {
+                continue;
             }
             match s.kind() {
                 SectionKind::Text | SectionKind::ReadOnlyData | SectionKind::ReadOnlyString => {
@@ -157,7 +165,8 @@ impl Sizes {
                     ram += s.size();
                 }
                 SectionKind::UninitializedData => ram += s.size(),
-                _ => {}
+                // Other loaded sections (the unwind index .ARM.exidx, notes): flash.
+                _ => flash += s.size(),
             }
         }
         let statics = file

@@ -39,6 +39,7 @@ pub fn run(args: &[String]) -> Res {
     step("prerequisites");
     tools::ensure_targets(TARGETS)?;
     tools::ensure_apt(APT)?;
+    tools::ensure_apt(crate::firmware_c::APT)?;
 
     let mut results: Vec<(&str, Res, f64)> = Vec::new();
     let mut go = |name: &'static str, f: &dyn Fn() -> Res| {
@@ -68,6 +69,10 @@ pub fn run(args: &[String]) -> Res {
     go("firmware in QEMU", &|| {
         crate::firmware::build_and_run().map(|_| ())
     });
+    go(
+        "C firmware in QEMU (gcc, newlib, --wrap=malloc), sampler-c flash/RAM on thumbv7em",
+        &|| crate::firmware_c::build_and_run().and_then(|_| crate::firmware_c::sizes()),
+    );
     go(
         "firmware opt-level matrix in QEMU (0 1 2 3 s z, LTO on/off)",
         &|| crate::firmware::build_and_run_matrix().map(|_| ()),
@@ -139,6 +144,27 @@ pub fn checks() -> Res {
         "-D",
         "warnings",
     ]))?;
+    // The C library as a device links it: Thumb-2 (the EHABI walker and the `--wrap`
+    // hooks), Thumb-1 (neither) and RISC-V (neither, no Cortex-M critical section).
+    for (t, features) in [
+        ("thumbv7m-none-eabi", "cortex-m"),
+        ("thumbv6m-none-eabi", "cortex-m"),
+        ("riscv32imac-unknown-none-elf", ""),
+    ] {
+        tools::ensure_targets(&[t])?;
+        tools::run(cargo().args([
+            "clippy",
+            "-p",
+            "sampler-c",
+            "--target",
+            t,
+            "--features",
+            features,
+            "--",
+            "-D",
+            "warnings",
+        ]))?;
+    }
     tools::run(cargo().args(["build", "-p", "heapsnap-profile", "--no-default-features"]))?;
     tools::run(cargo().args(["build", "-p", "viewer-wasm"]))
 }
@@ -162,7 +188,8 @@ pub fn set_artifact_env(c: &mut Command) {
             "HEAPSNAP_NODE_MODULES",
             tools::tools_dir().join("node_modules"),
         )
-        .env("HEAPSNAP_FIRMWARE_OUT", crate::firmware::out_dir());
+        .env("HEAPSNAP_FIRMWARE_OUT", crate::firmware::out_dir())
+        .env("HEAPSNAP_FIRMWARE_C_OUT", crate::firmware_c::out_dir());
 }
 
 /// `cargo xtask bench`: every criterion benchmark (figures are printed by criterion).

@@ -194,12 +194,20 @@ fn rustup_add(kind: &str, wanted: &[&str], toolchain: Option<&str>) -> Res {
         .args(&missing))
 }
 
-/// Make sure Debian packages are installed: `(command that proves it, package)`.
+/// Make sure Debian packages are installed: `(command that proves it, package)`; an
+/// absolute path instead of a command is a file the package installs (a library).
 /// Runs `apt-get update` at most once per xtask process.
 pub fn ensure_apt(pkgs: &[(&str, &str)]) -> Res {
+    let present = |bin: &str| {
+        if bin.starts_with('/') {
+            Path::new(bin).is_file()
+        } else {
+            which(bin).is_some()
+        }
+    };
     let missing: Vec<&str> = pkgs
         .iter()
-        .filter(|(bin, _)| which(bin).is_none())
+        .filter(|(bin, _)| !present(bin))
         .map(|(_, p)| *p)
         .collect();
     if missing.is_empty() {

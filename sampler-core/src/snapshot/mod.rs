@@ -224,7 +224,13 @@ impl Iterator for FramesIter<'_> {
     }
 }
 
-impl ExactSizeIterator for FramesIter<'_> {}
+impl ExactSizeIterator for FramesIter<'_> {
+    // Not the default, which asserts that `size_hint` agrees: a panic path the device
+    // build would keep.
+    fn len(&self) -> usize {
+        self.a.len() + self.b.len() + self.c.len()
+    }
+}
 
 /// An interned stack as a source lends it to the encoder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
