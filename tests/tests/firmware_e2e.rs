@@ -93,6 +93,11 @@ fn leak_lines(leak: &Leak) -> RangeInclusive<u32> {
 /// `heapsnap convert --elf` of one snapshot into a gzipped pprof under `target/firmware-e2e/`.
 /// `test` names the file, so tests running in parallel never share one.
 fn convert(out: &Path, snap: &Path, test: &str) -> PathBuf {
+    convert_with(&out.join(ELF_NAME), snap, test)
+}
+
+/// [`convert`] with the ELF `elf`.
+fn convert_with(elf: &Path, snap: &Path, test: &str) -> PathBuf {
     let tmp = target_dir().join("firmware-e2e");
     std::fs::create_dir_all(&tmp).unwrap();
     let pb = tmp.join(format!(
@@ -105,7 +110,7 @@ fn convert(out: &Path, snap: &Path, test: &str) -> PathBuf {
     run(Command::new(heapsnap())
         .arg("convert")
         .arg("--elf")
-        .arg(out.join(ELF_NAME))
+        .arg(elf)
         .arg(snap)
         .arg("-o")
         .arg(&pb));
@@ -178,6 +183,11 @@ fn leak_tops_inuse_with_its_line(pb: &Path, leak: &Leak) -> Result<(), String> {
 /// Every in-use stack of `pb` ends in the reset handler (`go tool pprof -traces`): the
 /// walk reached the bottom of the stack and the root frame is named right.
 fn every_stack_ends_in_reset(pb: &Path) -> Result<(), String> {
+    every_stack_ends_in(pb, "Reset")
+}
+
+/// Every in-use stack of `pb` ends in the function `root` (the runtime's entry).
+fn every_stack_ends_in(pb: &Path, want: &str) -> Result<(), String> {
     let traces = pprof(&["-traces", "-sample_index=inuse_space"], pb);
     let blocks: Vec<&str> = traces
         .split("-----------+")
@@ -194,8 +204,8 @@ fn every_stack_ends_in_reset(pb: &Path) -> Result<(), String> {
             .find(|l| !l.trim().is_empty())
             .unwrap_or_default()
             .trim();
-        if root != "Reset" && !root.ends_with(" Reset") {
-            return Err(format!("a stack ends in `{root}`, not Reset:{b}"));
+        if root != want && !root.ends_with(&format!(" {want}")) {
+            return Err(format!("a stack ends in `{root}`, not {want}:{b}"));
         }
     }
     Ok(())
@@ -674,4 +684,86 @@ fn heap_totals_agree_with_the_allocators_used_bytes() {
             "{name}: {inspect}"
         );
     }
+}
+
+/// The RISC-V firmware's run (`cargo xtask firmware --riscv`, run by `cargo xtask
+/// test`): its folder under `HEAPSNAP_FIRMWARE_OUT` and the ELF copy there.
+fn riscv_out() -> (PathBuf, PathBuf) {
+    let out = firmware_out().join("riscv32");
+    let elf = out.join("heapsnap-firmware-riscv.elf");
+    assert!(
+        elf.is_file(),
+        "{} is missing: `cargo xtask firmware --riscv` did not run (or failed)",
+        elf.display()
+    );
+    (out, elf)
+}
+
+/// sampler-core's `riscv-rt` feature on a real riscv32imac firmware in QEMU `virt`
+/// (`firmware-riscv/`, cargo's default release opt-level): `riscv_rt::RtStack` walks
+/// `s0` frame records inside riscv-rt's stack symbols, the snapshot went out through
+/// `riscv_rt::SemihostingSink` with `riscv_rt::firmware_mapping`'s build id. The leak,
+/// `decode_reading`, tops in-use space at a line of its body, its stack is the whole
+/// known call chain down to riscv-rt's `_start_rust` (no garbage root frame from
+/// `_start`), every stack ends there, and nothing was dropped.
+#[test]
+fn riscv_rt_firmware_names_its_leak_with_the_whole_stack() {
+    let (out, elf) = riscv_out();
+    let snaps = snapshots(&out);
+    let last = snaps.last().unwrap();
+    let snap = sampler_core::snapshot::decode(&std::fs::read(last).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", last.display()));
+    assert_eq!(snap.word_size, 4, "riscv32 frames are 32-bit");
+    let c = snap.counters;
+    assert!(c.samples > 100, "few samples: {c:?}");
+    assert_eq!(
+        (
+            c.stack_table_full,
+            c.bucket_table_full,
+            c.live_map_full,
+            c.truncated_stacks,
+            c.reentrant
+        ),
+        (0, 0, 0, 0, 0),
+        "the firmware's tables overflowed or stacks were cut: {c:?}"
+    );
+    let id = build_id(&elf);
+    let inspect = run(Command::new(heapsnap()).arg("inspect").arg(last));
+    assert!(
+        inspect.contains(&id),
+        "the snapshot does not carry the ELF's build id {id}:\n{inspect}"
+    );
+
+    let pb = convert_with(&elf, last, "riscv");
+    let leak = Leak {
+        func: "::decode_reading",
+        file: "firmware-riscv/src/main.rs",
+    };
+    if let Err(e) = leak_tops_inuse_with_its_line(&pb, &leak) {
+        panic!("{e}");
+    }
+    if let Err(e) = every_stack_ends_in(&pb, "_start_rust") {
+        panic!("{e}");
+    }
+    let traces = pprof(&["-traces", "-sample_index=inuse_space"], &pb);
+    let trace = traces
+        .split("-----------+")
+        .find(|t| t.contains("decode_reading"))
+        .unwrap_or_else(|| panic!("no trace through decode_reading:\n{traces}"));
+    let frames: Vec<&str> = trace
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .filter(|f| f.contains("::") || *f == "main" || f.starts_with(['_', '<', '[']))
+        .collect();
+    assert_eq!(
+        frames,
+        [
+            "heapsnap_firmware_riscv::decode_reading",
+            "heapsnap_firmware_riscv::read_sample",
+            "heapsnap_firmware_riscv::SensorLog::poll",
+            "main",
+            "_start_rust",
+        ],
+        "the leak's stack, leaf to root:\n{trace}"
+    );
 }

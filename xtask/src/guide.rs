@@ -88,7 +88,7 @@ fn blocks(doc: &'static str) -> Res<Vec<Block>> {
 /// folder with its ELF and snapshots.
 pub fn build_and_run() -> Res<PathBuf> {
     tools::ensure_targets(&[firmware::TARGET])?;
-    firmware::ensure_qemu()?;
+    firmware::ensure_qemu(&firmware::LM3S6965)?;
     let mut files: Vec<(String, String)> = Vec::new();
     let mut snippets: Vec<Block> = Vec::new();
     for doc in DOCS {
