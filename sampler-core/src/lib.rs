@@ -77,7 +77,7 @@ pub mod stack;
 pub mod tables;
 
 pub use alloc::ProfiledAlloc;
-pub use counters::{CounterInfo, Counters, HeapTotals};
+pub use counters::{CounterInfo, Counters, HeapTotals, ELF_MACHINE};
 pub use mailbox::{MailboxError, SnapshotMailbox};
 pub use profiler::{Profiler, Recorded};
 pub use source::{ProfilerView, SnapshotError};

@@ -6,7 +6,7 @@
 
 mod resolve;
 
-pub use heapsnap_profile::import::{hex, SymFrame};
+pub use heapsnap_profile::import::{hex, machine_name, SymFrame};
 pub use resolve::{ConvertError, Loader, Resolver};
 
 use gimli::{EndianArcSlice, RunTimeEndian};
@@ -67,6 +67,8 @@ pub struct Elf {
     exec: bool,
     /// Bytes per address: 4 or 8 (the ELF class).
     word_size: u8,
+    /// The ELF header's `e_machine`: the architecture its code is for.
+    machine: u16,
     /// PT_LOAD segments: (file offset, file size, virtual address, memory size).
     segments: Vec<(u64, u64, u64, u64)>,
     /// ARM only: executable segments' bytes by address.
@@ -78,6 +80,19 @@ pub struct Elf {
     ctx: Option<addr2line::Context<Reader>>,
     /// Function symbols sorted by address: (address, size, mangled name).
     symbols: Vec<(u64, u64, String)>,
+}
+
+/// `e_machine` from an ELF header (offset 18 in ELF32 and ELF64 alike), in the byte
+/// order `EI_DATA` names; 0 (`EM_NONE`) if the header is too short.
+fn e_machine(data: &[u8]) -> u16 {
+    let (Some(&lo), Some(&hi)) = (data.get(18), data.get(19)) else {
+        return 0;
+    };
+    if data.get(5) == Some(&2) {
+        u16::from_be_bytes([lo, hi])
+    } else {
+        u16::from_le_bytes([lo, hi])
+    }
 }
 
 impl std::fmt::Debug for Elf {
@@ -201,6 +216,7 @@ impl Elf {
             arm,
             exec,
             word_size: if obj.is_64() { 8 } else { 4 },
+            machine: e_machine(data),
             segments,
             arm_code,
             symbol_names,
@@ -232,6 +248,12 @@ impl Elf {
     /// Bytes per address of its code: 4 (ELF32) or 8 (ELF64).
     pub fn word_size(&self) -> u8 {
         self.word_size
+    }
+
+    /// The architecture its code is for: the ELF header's `e_machine` (what a
+    /// snapshot's `elf_machine` counter is compared with).
+    pub fn machine(&self) -> u16 {
+        self.machine
     }
 
     /// Does the instruction before return address `ret` (a link address) call? Only

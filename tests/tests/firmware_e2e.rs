@@ -767,3 +767,120 @@ fn riscv_rt_firmware_names_its_leak_with_the_whole_stack() {
         "the leak's stack, leaf to root:\n{trace}"
     );
 }
+
+/// The RISC-V firmware's ELF with every loaded address moved down by 0x8000_0000 (its
+/// program headers, allocated sections and entry point rewritten): real riscv32 code
+/// whose segments start at 0 and so cover the Cortex-M demo's flash addresses. What a
+/// 32-bit ELF of another architecture that happens to overlap looks like to `verify`.
+fn riscv_elf_at_zero() -> PathBuf {
+    let (_, elf) = riscv_out();
+    let mut d = std::fs::read(&elf).unwrap();
+    const DELTA: u32 = 0x8000_0000;
+    let u16_at = |d: &[u8], at: usize| u16::from_le_bytes([d[at], d[at + 1]]) as usize;
+    let u32_at = |d: &[u8], at: usize| u32::from_le_bytes(d[at..at + 4].try_into().unwrap());
+    let put = |d: &mut Vec<u8>, at: usize, v: u32| d[at..at + 4].copy_from_slice(&v.to_le_bytes());
+    assert_eq!(&d[..6], b"\x7fELF\x01\x01", "an ELF32 little-endian");
+    assert_eq!(u16_at(&d, 18), 243, "a RISC-V ELF");
+    let entry = u32_at(&d, 0x18);
+    put(&mut d, 0x18, entry.wrapping_sub(DELTA));
+    let (phoff, shoff) = (u32_at(&d, 0x1c) as usize, u32_at(&d, 0x20) as usize);
+    let (phsize, phnum) = (u16_at(&d, 0x2a), u16_at(&d, 0x2c));
+    let (shsize, shnum) = (u16_at(&d, 0x2e), u16_at(&d, 0x30));
+    for i in 0..phnum {
+        let at = phoff + i * phsize;
+        for field in [8, 12] {
+            let v = u32_at(&d, at + field);
+            if v >= DELTA {
+                put(&mut d, at + field, v - DELTA);
+            }
+        }
+    }
+    for i in 0..shnum {
+        let at = shoff + i * shsize;
+        let (flags, addr) = (u32_at(&d, at + 8), u32_at(&d, at + 12));
+        if flags & 2 != 0 && addr >= DELTA {
+            put(&mut d, at + 12, addr - DELTA);
+        }
+    }
+    let dir = target_dir().join("firmware-e2e");
+    std::fs::create_dir_all(&dir).unwrap();
+    let moved = dir.join("riscv-at-zero.elf");
+    std::fs::write(&moved, d).unwrap();
+    moved
+}
+
+/// The demo's last snapshot as a firmware that publishes no mapping writes it (no build
+/// id to check an ELF by), with `elf_machine` as given (0: an encoder before it).
+fn demo_snapshot_without_mapping(elf_machine: u64, test: &str) -> PathBuf {
+    let last = snapshots(&firmware_out()).pop().unwrap();
+    let mut snap = sampler_core::snapshot::decode(&std::fs::read(&last).unwrap()).unwrap();
+    assert_eq!(
+        snap.counters.elf_machine, 40,
+        "the Cortex-M demo says it is Arm code"
+    );
+    snap.mappings.clear();
+    snap.counters.elf_machine = elf_machine;
+    let dir = target_dir().join("firmware-e2e");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{test}-no-mapping.bin"));
+    std::fs::write(&path, sampler_core::snapshot::encode_to_vec(&snap).unwrap()).unwrap();
+    path
+}
+
+/// `heapsnap top` with `args`: (exit code, stderr).
+fn top_with(args: &[&std::ffi::OsStr]) -> (Option<i32>, String) {
+    let out = Command::new(heapsnap())
+        .arg("top")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Wrong architecture, same word size: a 32-bit RISC-V ELF whose segments cover a
+/// Cortex-M snapshot's addresses, for a snapshot without a build id. It used to pass
+/// (only Thumb code is checked instruction by instruction); now the snapshot's
+/// `elf_machine` (Arm) refuses it, naming both architectures, with exit status 1, and
+/// `--force-elf` overrides. A snapshot of an encoder before `elf_machine` cannot be
+/// refused on that ground: it gets a warning that nothing checked the ELF (and is not
+/// refused for its addresses: the moved ELF does cover them). The right ELF passes
+/// both without a warning.
+#[test]
+fn an_elf_of_another_architecture_is_refused_for_a_firmware_snapshot() {
+    let wrong = riscv_elf_at_zero();
+    let right = firmware_out().join(ELF_NAME);
+    let snap = demo_snapshot_without_mapping(40, "arch");
+    let (code, err) = top_with(&["--elf".as_ref(), wrong.as_os_str(), snap.as_os_str()]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("riscv-at-zero.elf does not fit the snapshot")
+            && err.contains("it is code for RISC-V (e_machine 243)")
+            && err.contains("written by code for Arm (e_machine 40)")
+            && err.contains("--force-elf"),
+        "{err}"
+    );
+    let (code, err) = top_with(&[
+        "--force-elf".as_ref(),
+        "--elf".as_ref(),
+        wrong.as_os_str(),
+        snap.as_os_str(),
+    ]);
+    assert_eq!(code, Some(0), "--force-elf: {err}");
+
+    let old = demo_snapshot_without_mapping(0, "arch-unknown");
+    let (code, err) = top_with(&["--elf".as_ref(), wrong.as_os_str(), old.as_os_str()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("does not say which architecture wrote it")
+            && err.contains("RISC-V (e_machine 243) code")
+            && err.contains("make sure it is the ELF of the firmware that ran"),
+        "{err}"
+    );
+    for s in [&snap, &old] {
+        let (code, err) = top_with(&["--elf".as_ref(), right.as_os_str(), s.as_os_str()]);
+        assert!(code == Some(0) && !err.contains("warning"), "{err}");
+    }
+}
