@@ -125,6 +125,15 @@ impl<'s> Resolver<'s> {
         if let (false, Some(load)) = (firmware, load) {
             load_mapped(snap, load, &mut elves, &mut by_mapping, &mut warnings);
         }
+        if given_count == 0 && !firmware && by_mapping.iter().all(Option::is_none) {
+            // A firmware that publishes its mapping (name and build id, no path) and
+            // no --elf: nothing to symbolize with, which must not pass in silence.
+            let names: Vec<&str> = snap.mappings.iter().map(|m| m.name.as_str()).collect();
+            warnings.push(format!(
+                "no ELF given, and no file of the snapshot's mappings ({}) was found: its addresses stay unsymbolized; pass the program's ELF with --elf",
+                names.join(", ")
+            ));
+        }
         Ok(Resolver {
             snap,
             elves,
