@@ -884,3 +884,131 @@ fn an_elf_of_another_architecture_is_refused_for_a_firmware_snapshot() {
         assert!(code == Some(0) && !err.contains("warning"), "{err}");
     }
 }
+
+/// The silent mistakes of issue 18 in the viewer: each profile is made by the real CLI
+/// (`heapsnap convert`) from a snapshot with that mistake, and opened in headless
+/// Chromium the way the demo page opens a profile. The page must show every warning
+/// `convert` printed, in the same words (one warning set, from one place):
+/// * sampling off: a real host workload run at `--rate 0`;
+/// * tables full: the demo firmware's last snapshot with the counters a full bucket
+///   table, stack table and live-object map leave (as the CLI warning tests do);
+/// * no cycle closed: that snapshot as a firmware that never calls `advance_cycle()`
+///   writes it (cycle 0, nothing published);
+/// * no ELF: the firmware snapshot converted without `--elf`, both without a mapping
+///   (an older firmware) and with its build-id mapping (the guide's setup).
+#[test]
+fn the_viewer_shows_each_silent_mistakes_warning() {
+    let out = firmware_out();
+    let elf = out.join(ELF_NAME);
+    let dir = target_dir().join("firmware-e2e/viewer-warnings");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let last = snapshots(&out).pop().unwrap();
+    let real = sampler_core::snapshot::decode(&std::fs::read(&last).unwrap()).unwrap();
+    let write = |name: &str, s: &sampler_core::decoded::Snapshot| {
+        let p = dir.join(format!("{name}.bin"));
+        std::fs::write(&p, sampler_core::snapshot::encode_to_vec(s).unwrap()).unwrap();
+        p
+    };
+    let mut full = real.clone();
+    full.counters.stack_table_full = 7;
+    full.counters.bucket_table_full = 312;
+    full.counters.live_map_full = 2;
+    let mut never = real.clone();
+    never.cycle = 0;
+    for b in &mut never.buckets {
+        b.active = Default::default();
+    }
+    let mut no_mapping = real.clone();
+    no_mapping.mappings.clear();
+    let off = e2e::host_workload_snapshot(&dir.join("off.snap"), &["--rate", "0"]);
+
+    // (name, snapshot, with the firmware's ELF, the warning the page must show)
+    let cases: [(&str, PathBuf, bool, &str); 5] = [
+        (
+            "off",
+            off,
+            false,
+            "warning: sampling was off (rate 0): the snapshot records nothing",
+        ),
+        (
+            "full",
+            write("full", &full),
+            true,
+            "warning: bucket table full: 312 samples dropped; raise BUCKETS",
+        ),
+        (
+            "never",
+            write("never", &never),
+            true,
+            "warning: no record cycle was ever closed:",
+        ),
+        (
+            "noelf",
+            write("noelf", &no_mapping),
+            false,
+            "warning: no ELF given: the firmware's addresses stay unsymbolized",
+        ),
+        (
+            "noelf-mapped",
+            last.clone(),
+            false,
+            "warning: no ELF given, and no file of the snapshot's mappings (heapsnap-firmware) was found",
+        ),
+    ];
+    let mut args: Vec<std::ffi::OsString> = vec![e2e::www().into(), dir.clone().into()];
+    let mut printed = Vec::new();
+    for (name, snap, with_elf, _) in &cases {
+        let pb = dir.join(format!("{name}.pb.gz"));
+        let mut c = Command::new(heapsnap());
+        c.arg("convert");
+        if *with_elf {
+            c.arg("--elf").arg(&elf);
+        }
+        let o = c.arg(snap).arg("-o").arg(&pb).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "convert {name}: {err}");
+        // What the CLI printed: `heapsnap: FILE: warning: …`, one per line.
+        let warnings: Vec<String> = err
+            .lines()
+            .filter_map(|l| {
+                l.split_once(": warning: ")
+                    .map(|(_, w)| format!("warning: {w}"))
+            })
+            .collect();
+        printed.push(warnings);
+        let mut arg = std::ffi::OsString::from(format!("{name}="));
+        arg.push(&pb);
+        args.push(arg);
+    }
+    let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    let result = e2e::browser_script("viewer_warnings.mjs", &refs, &dir);
+    eprintln!("screenshots: {}/*.png", dir.display());
+    assert_eq!(result["errors"], Value::Array(vec![]), "errors in the page");
+    for ((name, _, _, want), cli) in cases.iter().zip(&printed) {
+        let page = &result["profiles"][name];
+        assert_eq!(
+            page["error"],
+            Value::Null,
+            "{name}: the page refused it: {page}"
+        );
+        let shown: Vec<&str> = page["comments"]
+            .as_array()
+            .map(|c| c.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        assert!(
+            shown.iter().any(|c| c.starts_with(want)),
+            "{name}: the page does not show `{want}`; it shows {shown:#?}"
+        );
+        assert!(
+            cli.iter().any(|w| w.starts_with(want)),
+            "{name}: convert did not print `{want}`: {cli:#?}"
+        );
+        for w in cli {
+            assert!(
+                shown.contains(&w.as_str()),
+                "{name}: convert printed `{w}`, the page does not show it: {shown:#?}"
+            );
+        }
+    }
+}
