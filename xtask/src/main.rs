@@ -25,8 +25,9 @@ tasks:
   test                           run every test (what CI runs)
   viewer [--dev]                 build the browser viewer into www/pkg
   bench-viewer                   time file → first flame paint and memory in headless Chromium
-  firmware [--matrix]            build and run the QEMU firmware, writing snapshots
-                                 (--matrix: at every opt-level, with and without LTO)
+  firmware [--matrix|--riscv]    build and run the QEMU firmware, writing snapshots
+                                 (--matrix: at every opt-level, with and without LTO;
+                                 --riscv: the riscv-rt firmware in QEMU virt)
   guide                          compile every code block of docs/integrating.md and README.md;
                                  build the guide's firmware at default release, run it in QEMU
   bench                          run the criterion benchmarks and print their figures
