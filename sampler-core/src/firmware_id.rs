@@ -33,7 +33,8 @@ extern "C" {
 /// riscv-rt (0.14 to at least 0.18) puts its `_start_rust`, the root frame of every
 /// stack, in an `.init.rust` section its `link.x` no longer names: the linker places
 /// that orphan after `.text` (checked on the QEMU firmware, where `__etext` equals
-/// `_start_rust`). When `.rodata` is not above `.text` (another region), `.text` alone.
+/// `_start_rust`). With `.rodata` below `.text` (another region), `.text` alone; in
+/// another region above it, the range also spans the gap between the two.
 #[inline]
 pub(crate) fn code_range() -> (usize, usize) {
     let start = core::ptr::addr_of!(__stext) as usize;
@@ -70,9 +71,8 @@ pub fn build_id() -> &'static [u8] {
     crate::note::gnu_build_id(note).unwrap_or(&[])
 }
 
-/// This firmware as the one mapping of its snapshots: its code ([`code_range`]: `.text`)
-/// at its link addresses,
-/// named `name`, with [`build_id`]. The host matches the `--elf` it is given by that
+/// This firmware as the one mapping of its snapshots: its code ([`code_range`]) at
+/// its link addresses, named `name`, with [`build_id`]. The host matches the `--elf` it is given by that
 /// id (a different build is an error) and takes the file offset from the ELF (a
 /// firmware cannot know where the linker put `.text` in the file: the offset sent is 0).
 #[inline]

@@ -474,3 +474,38 @@ pub fn demangle(name: &str) -> String {
         Err(_) => name.to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{e_machine, Elf};
+
+    /// `e_machine` in the byte order the header's `EI_DATA` names, and 0 for a header
+    /// too short to have one.
+    #[test]
+    fn e_machine_reads_the_header_in_its_byte_order() {
+        let mut h = [0u8; 20];
+        h[..4].copy_from_slice(b"\x7fELF");
+        h[5] = 1; // little-endian
+        h[18..20].copy_from_slice(&243u16.to_le_bytes());
+        assert_eq!(e_machine(&h), 243);
+        h[5] = 2; // big-endian
+        h[18..20].copy_from_slice(&8u16.to_be_bytes());
+        assert_eq!(e_machine(&h), 8);
+        assert_eq!(e_machine(&h[..19]), 0);
+    }
+
+    /// A real ELF (this test binary) reports the architecture sampler-core records in
+    /// the snapshots it writes on this host: the two sides of the `--elf` check agree.
+    #[test]
+    fn this_binary_is_the_architecture_a_host_snapshot_records() {
+        let exe = std::env::current_exe().unwrap();
+        let data = std::fs::read(&exe).unwrap();
+        let elf = Elf::parse_lenient("self", &data).unwrap();
+        assert_ne!(
+            sampler_core::ELF_MACHINE,
+            0,
+            "a host with a known e_machine"
+        );
+        assert_eq!(u64::from(elf.machine()), sampler_core::ELF_MACHINE);
+    }
+}
