@@ -128,9 +128,35 @@ counters! {
             heap_in_use_bytes,
             /// Highest `heap_in_use_bytes` since the profiler started.
             heap_peak_bytes,
+            /// ELF `e_machine` of the code that wrote the snapshot (40 Arm, 243 RISC-V,
+            /// 62 x86-64, 183 AArch64), so the host refuses an ELF of another
+            /// architecture; 0 when unknown (an older encoder).
+            elf_machine,
         ],
     }
 }
+
+/// ELF `e_machine` of the target this crate is compiled for: what a snapshot's
+/// `elf_machine` counter says (0 for a target without a number here).
+pub const ELF_MACHINE: u64 = if cfg!(target_arch = "arm") {
+    40 // EM_ARM
+} else if cfg!(any(target_arch = "riscv32", target_arch = "riscv64")) {
+    243 // EM_RISCV
+} else if cfg!(target_arch = "x86_64") {
+    62 // EM_X86_64
+} else if cfg!(target_arch = "aarch64") {
+    183 // EM_AARCH64
+} else if cfg!(target_arch = "x86") {
+    3 // EM_386
+} else if cfg!(target_arch = "xtensa") {
+    94 // EM_XTENSA
+} else if cfg!(target_arch = "msp430") {
+    105 // EM_MSP430
+} else if cfg!(target_arch = "avr") {
+    83 // EM_AVR
+} else {
+    0
+};
 
 /// The exact heap totals a snapshot carries when its profiler counted them (Memfault's
 /// heap stats, Go's `MemStats`): a typed view of the `heap_*` counters, so "not

@@ -37,22 +37,47 @@ mod alloc;
 #[cfg(all(feature = "cortex-m", target_arch = "arm", target_os = "none"))]
 pub mod cortex_m;
 mod counters;
+/// Build id and `.text` mapping, shared by the runtime integrations.
+#[cfg(any(
+    all(feature = "cortex-m", target_arch = "arm", target_os = "none"),
+    all(feature = "riscv-rt", target_arch = "riscv32", target_os = "none"),
+    all(feature = "riscv-rt", target_arch = "riscv64", target_os = "none")
+))]
+mod firmware_id;
 pub mod mailbox;
 #[cfg(all(feature = "std", target_os = "linux"))]
 pub mod mappings;
 #[cfg_attr(
-    not(all(feature = "cortex-m", target_arch = "arm", target_os = "none")),
+    not(any(
+        all(feature = "cortex-m", target_arch = "arm", target_os = "none"),
+        all(feature = "riscv-rt", target_arch = "riscv32", target_os = "none"),
+        all(feature = "riscv-rt", target_arch = "riscv64", target_os = "none")
+    )),
     allow(dead_code)
 )]
 mod note;
 mod profiler;
+/// RISC-V on riscv-rt: the bounded stack source and the semihosting sink.
+#[cfg(all(
+    feature = "riscv-rt",
+    any(target_arch = "riscv32", target_arch = "riscv64"),
+    target_os = "none"
+))]
+pub mod riscv_rt;
 pub mod sampler;
+/// Semihosting file output, shared by the runtime integrations.
+#[cfg(any(
+    all(feature = "cortex-m", target_arch = "arm", target_os = "none"),
+    all(feature = "riscv-rt", target_arch = "riscv32", target_os = "none"),
+    all(feature = "riscv-rt", target_arch = "riscv64", target_os = "none")
+))]
+mod semihosting;
 mod source;
 pub mod stack;
 pub mod tables;
 
 pub use alloc::ProfiledAlloc;
-pub use counters::{CounterInfo, Counters, HeapTotals};
+pub use counters::{CounterInfo, Counters, HeapTotals, ELF_MACHINE};
 pub use mailbox::{MailboxError, SnapshotMailbox};
 pub use profiler::{Profiler, Recorded};
 pub use source::{ProfilerView, SnapshotError};

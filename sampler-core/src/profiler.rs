@@ -349,6 +349,7 @@ impl<
                 .unwrap_or_default();
             c.reentrant = self.reentrant.borrow(cs).get();
             c.set_heap(self.heap());
+            c.elf_machine = crate::counters::ELF_MACHINE;
             c
         })
     }

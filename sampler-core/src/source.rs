@@ -105,6 +105,7 @@ impl<
             // Read with the tables still (on a device: interrupts off), so the totals
             // and the buckets describe the same moment.
             counters.set_heap(self.heap());
+            counters.elf_machine = crate::counters::ELF_MACHINE;
             f(&ProfilerView {
                 tables: &l.tables,
                 counters,

@@ -174,9 +174,9 @@ fn hostile_counts_do_not_allocate() {
         ..Default::default()
     };
     let b = encode_to_vec(&s).unwrap();
-    // Layout: magic(4) version(2) word(1) rate(1) cycle(1) 0c + 12 counters, then
-    // mapping count at offset 22.
-    for count_at in [22usize, 23, 24] {
+    // Layout: magic(4) version(2) word(1) rate(1) cycle(1) 0d + 13 counters, then
+    // mapping count at offset 23.
+    for count_at in [23usize, 24, 25] {
         let mut h = b[..count_at].to_vec();
         h.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0f]); // 2^63-1
         h.extend_from_slice(&b[count_at + 1..]);
@@ -194,7 +194,7 @@ fn hostile_counts_do_not_allocate() {
     s.stacks[0].frames.truncate(1);
     s.buckets.retain(|b| b.stack_id == 0);
     let b = encode_to_vec(&s).unwrap();
-    let at = 0x32; // frame count of stack 0
+    let at = 0x33; // frame count of stack 0
     assert_eq!(b[at], 1);
     let mut h = b[..at].to_vec();
     h.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
@@ -295,10 +295,10 @@ fn semantic_errors_are_malformed_with_offsets() {
     }
     // A name that is not UTF-8: patch "fw.elf" in the fixture and reseal.
     let mut b = fixture_bytes();
-    b[0x25] = 0xff;
+    b[0x26] = 0xff;
     assert!(matches!(
         decode(&reseal(b)),
-        Err(DecodeError::Malformed { offset: 0x24, .. })
+        Err(DecodeError::Malformed { offset: 0x25, .. })
     ));
     // The heap totals flag is 0 or 1: patch it to 2 (fixture offset 0x13) and reseal.
     let mut b = fixture_bytes();
@@ -327,7 +327,7 @@ fn error_texts_say_what_and_where() {
     c[0x0c] ^= 1;
     let e = decode(&c).unwrap_err().to_string();
     assert!(
-        e.contains("checksum mismatch") && e.contains("byte 89"),
+        e.contains("checksum mismatch") && e.contains("byte 90"),
         "{e}"
     );
 }
@@ -345,7 +345,7 @@ fn stack_id_varint_beyond_u32_is_malformed() {
         ..Default::default()
     };
     let b = encode_to_vec(&s).unwrap();
-    let at = 24; // header (22), mapping count, stack count
+    let at = 25; // header (23), mapping count, stack count
     assert_eq!(&b[at..at + 5], &[0xff, 0xff, 0xff, 0xff, 0x0f]);
     assert_eq!(decode(&b).unwrap(), s);
     let mut h = b.clone();

@@ -85,10 +85,28 @@ fn seven_counter_bytes_decode_with_heap_totals_absent() {
     let snap = decode(&bytes).unwrap();
     assert_eq!(snap, snapshot_common::small_seven_counters());
     assert_eq!(snap.counters.heap(), None);
-    // The same snapshot now encodes with every counter of the table (5 more bytes, all
-    // zero: `heap_totals` 0 says the four after it mean nothing).
+    // The same snapshot now encodes with every counter of the table (6 more bytes, all
+    // zero: `heap_totals` 0 says the four after it mean nothing, `elf_machine` 0 unknown).
     let now = encode_to_vec(&snap).unwrap();
-    assert_eq!(now.len(), bytes.len() + 5);
+    assert_eq!(now.len(), bytes.len() + 6);
+    assert_eq!(decode(&now).unwrap(), snap);
+}
+
+/// Bytes an encoder wrote before `elf_machine` was appended (12 counters; `small.bin`
+/// as it was): still decoded, the architecture unknown (0), and re-encoded with the
+/// one more counter (one byte: 0).
+#[test]
+fn twelve_counter_bytes_decode_with_the_architecture_unknown() {
+    let bytes = std::fs::read(golden("small-12.bin")).unwrap();
+    assert_eq!(
+        bytes[0x0b], 12,
+        "counter_count of the pre-elf_machine golden"
+    );
+    let snap = decode(&bytes).unwrap();
+    assert_eq!(snap, snapshot_common::small_twelve_counters());
+    assert_eq!(snap.counters.elf_machine, 0);
+    let now = encode_to_vec(&snap).unwrap();
+    assert_eq!(now.len(), bytes.len() + 1);
     assert_eq!(decode(&now).unwrap(), snap);
 }
 

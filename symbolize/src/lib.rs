@@ -6,7 +6,7 @@
 
 mod resolve;
 
-pub use heapsnap_profile::import::{hex, SymFrame};
+pub use heapsnap_profile::import::{hex, machine_name, SymFrame};
 pub use resolve::{ConvertError, Loader, Resolver};
 
 use gimli::{EndianArcSlice, RunTimeEndian};
@@ -67,6 +67,8 @@ pub struct Elf {
     exec: bool,
     /// Bytes per address: 4 or 8 (the ELF class).
     word_size: u8,
+    /// The ELF header's `e_machine`: the architecture its code is for.
+    machine: u16,
     /// PT_LOAD segments: (file offset, file size, virtual address, memory size).
     segments: Vec<(u64, u64, u64, u64)>,
     /// ARM only: executable segments' bytes by address.
@@ -78,6 +80,19 @@ pub struct Elf {
     ctx: Option<addr2line::Context<Reader>>,
     /// Function symbols sorted by address: (address, size, mangled name).
     symbols: Vec<(u64, u64, String)>,
+}
+
+/// `e_machine` from an ELF header (offset 18 in ELF32 and ELF64 alike), in the byte
+/// order `EI_DATA` names; 0 (`EM_NONE`) if the header is too short.
+fn e_machine(data: &[u8]) -> u16 {
+    let (Some(&lo), Some(&hi)) = (data.get(18), data.get(19)) else {
+        return 0;
+    };
+    if data.get(5) == Some(&2) {
+        u16::from_be_bytes([lo, hi])
+    } else {
+        u16::from_le_bytes([lo, hi])
+    }
 }
 
 impl std::fmt::Debug for Elf {
@@ -201,6 +216,7 @@ impl Elf {
             arm,
             exec,
             word_size: if obj.is_64() { 8 } else { 4 },
+            machine: e_machine(data),
             segments,
             arm_code,
             symbol_names,
@@ -232,6 +248,12 @@ impl Elf {
     /// Bytes per address of its code: 4 (ELF32) or 8 (ELF64).
     pub fn word_size(&self) -> u8 {
         self.word_size
+    }
+
+    /// The architecture its code is for: the ELF header's `e_machine` (what a
+    /// snapshot's `elf_machine` counter is compared with).
+    pub fn machine(&self) -> u16 {
+        self.machine
     }
 
     /// Does the instruction before return address `ret` (a link address) call? Only
@@ -450,5 +472,40 @@ pub fn demangle(name: &str) -> String {
     match rustc_demangle::try_demangle(name) {
         Ok(d) => format!("{d:#}"),
         Err(_) => name.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{e_machine, Elf};
+
+    /// `e_machine` in the byte order the header's `EI_DATA` names, and 0 for a header
+    /// too short to have one.
+    #[test]
+    fn e_machine_reads_the_header_in_its_byte_order() {
+        let mut h = [0u8; 20];
+        h[..4].copy_from_slice(b"\x7fELF");
+        h[5] = 1; // little-endian
+        h[18..20].copy_from_slice(&243u16.to_le_bytes());
+        assert_eq!(e_machine(&h), 243);
+        h[5] = 2; // big-endian
+        h[18..20].copy_from_slice(&8u16.to_be_bytes());
+        assert_eq!(e_machine(&h), 8);
+        assert_eq!(e_machine(&h[..19]), 0);
+    }
+
+    /// A real ELF (this test binary) reports the architecture sampler-core records in
+    /// the snapshots it writes on this host: the two sides of the `--elf` check agree.
+    #[test]
+    fn this_binary_is_the_architecture_a_host_snapshot_records() {
+        let exe = std::env::current_exe().unwrap();
+        let data = std::fs::read(&exe).unwrap();
+        let elf = Elf::parse_lenient("self", &data).unwrap();
+        assert_ne!(
+            sampler_core::ELF_MACHINE,
+            0,
+            "a host with a known e_machine"
+        );
+        assert_eq!(u64::from(elf.machine()), sampler_core::ELF_MACHINE);
     }
 }

@@ -125,6 +125,15 @@ impl<'s> Resolver<'s> {
         if let (false, Some(load)) = (firmware, load) {
             load_mapped(snap, load, &mut elves, &mut by_mapping, &mut warnings);
         }
+        if given_count == 0 && !firmware && by_mapping.iter().all(Option::is_none) {
+            // A firmware that publishes its mapping (name and build id, no path) and
+            // no --elf: nothing to symbolize with, which must not pass in silence.
+            let names: Vec<&str> = snap.mappings.iter().map(|m| m.name.as_str()).collect();
+            warnings.push(format!(
+                "no ELF given, and no file of the snapshot's mappings ({}) was found: its addresses stay unsymbolized; pass the program's ELF with --elf",
+                names.join(", ")
+            ));
+        }
         Ok(Resolver {
             snap,
             elves,
@@ -136,7 +145,8 @@ impl<'s> Resolver<'s> {
     }
 
     /// Checks that the ELFs the caller gave can be the snapshot's program, beyond the
-    /// build ids [`Resolver::new`] compares: the word size, and for firmware (no
+    /// build ids [`Resolver::new`] compares: the word size, the architecture (the
+    /// snapshot's `elf_machine` against the ELF's `e_machine`), and for firmware (no
     /// mappings, no build id) that its return addresses lie in the ELFs' loaded
     /// segments and, in Thumb code, right after call instructions. A wrong ELF gives
     /// confident garbage otherwise. More than half of the addresses failing is an
@@ -154,6 +164,22 @@ impl<'s> Resolver<'s> {
                     ),
                 });
             }
+        }
+        // The snapshot says which architecture wrote it (an encoder before
+        // `elf_machine` sends 0: unknown, checked below by the code where it can be).
+        let machine = self.snap.counters.elf_machine;
+        if let Some(e) = given
+            .iter()
+            .find(|e| machine != 0 && u64::from(e.machine()) != machine)
+        {
+            return Err(ConvertError::ElfMismatch {
+                elf: e.name().to_owned(),
+                why: format!(
+                    "it is code for {} and the snapshot was written by code for {}",
+                    crate::machine_name(u64::from(e.machine())),
+                    crate::machine_name(machine)
+                ),
+            });
         }
         if !self.firmware || given.is_empty() {
             return Ok(());
@@ -205,6 +231,18 @@ impl<'s> Resolver<'s> {
                     calls + not_calls
                 ),
             });
+        }
+        if machine == 0 && calls + not_calls == 0 && !addrs.is_empty() {
+            // No architecture recorded, and no instruction check for this ELF's
+            // (only Thumb code is decoded): nothing has shown that it is the right one.
+            self.warnings.push(format!(
+                "the snapshot does not say which architecture wrote it (an encoder before elf_machine) and {names} is {} code, whose return addresses heapsnap cannot check: make sure it is the ELF of the firmware that ran",
+                given
+                    .iter()
+                    .map(|e| crate::machine_name(u64::from(e.machine())))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
         }
         if outside + not_calls > 0 {
             self.warnings.push(format!(

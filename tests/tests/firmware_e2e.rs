@@ -93,6 +93,11 @@ fn leak_lines(leak: &Leak) -> RangeInclusive<u32> {
 /// `heapsnap convert --elf` of one snapshot into a gzipped pprof under `target/firmware-e2e/`.
 /// `test` names the file, so tests running in parallel never share one.
 fn convert(out: &Path, snap: &Path, test: &str) -> PathBuf {
+    convert_with(&out.join(ELF_NAME), snap, test)
+}
+
+/// [`convert`] with the ELF `elf`.
+fn convert_with(elf: &Path, snap: &Path, test: &str) -> PathBuf {
     let tmp = target_dir().join("firmware-e2e");
     std::fs::create_dir_all(&tmp).unwrap();
     let pb = tmp.join(format!(
@@ -105,7 +110,7 @@ fn convert(out: &Path, snap: &Path, test: &str) -> PathBuf {
     run(Command::new(heapsnap())
         .arg("convert")
         .arg("--elf")
-        .arg(out.join(ELF_NAME))
+        .arg(elf)
         .arg(snap)
         .arg("-o")
         .arg(&pb));
@@ -178,6 +183,11 @@ fn leak_tops_inuse_with_its_line(pb: &Path, leak: &Leak) -> Result<(), String> {
 /// Every in-use stack of `pb` ends in the reset handler (`go tool pprof -traces`): the
 /// walk reached the bottom of the stack and the root frame is named right.
 fn every_stack_ends_in_reset(pb: &Path) -> Result<(), String> {
+    every_stack_ends_in(pb, "Reset")
+}
+
+/// Every in-use stack of `pb` ends in the function `root` (the runtime's entry).
+fn every_stack_ends_in(pb: &Path, want: &str) -> Result<(), String> {
     let traces = pprof(&["-traces", "-sample_index=inuse_space"], pb);
     let blocks: Vec<&str> = traces
         .split("-----------+")
@@ -194,8 +204,8 @@ fn every_stack_ends_in_reset(pb: &Path) -> Result<(), String> {
             .find(|l| !l.trim().is_empty())
             .unwrap_or_default()
             .trim();
-        if root != "Reset" && !root.ends_with(" Reset") {
-            return Err(format!("a stack ends in `{root}`, not Reset:{b}"));
+        if root != want && !root.ends_with(&format!(" {want}")) {
+            return Err(format!("a stack ends in `{root}`, not {want}:{b}"));
         }
     }
     Ok(())
@@ -673,5 +683,332 @@ fn heap_totals_agree_with_the_allocators_used_bytes() {
             )),
             "{name}: {inspect}"
         );
+    }
+}
+
+/// The RISC-V firmware's run (`cargo xtask firmware --riscv`, run by `cargo xtask
+/// test`): its folder under `HEAPSNAP_FIRMWARE_OUT` and the ELF copy there.
+fn riscv_out() -> (PathBuf, PathBuf) {
+    let out = firmware_out().join("riscv32");
+    let elf = out.join("heapsnap-firmware-riscv.elf");
+    assert!(
+        elf.is_file(),
+        "{} is missing: `cargo xtask firmware --riscv` did not run (or failed)",
+        elf.display()
+    );
+    (out, elf)
+}
+
+/// sampler-core's `riscv-rt` feature on a real riscv32imac firmware in QEMU `virt`
+/// (`firmware-riscv/`, cargo's default release opt-level): `riscv_rt::RtStack` walks
+/// `s0` frame records inside riscv-rt's stack symbols, the snapshot went out through
+/// `riscv_rt::SemihostingSink` with `riscv_rt::firmware_mapping`'s build id. The leak,
+/// `decode_reading`, tops in-use space at a line of its body, its stack is the whole
+/// known call chain down to riscv-rt's `_start_rust` (no garbage root frame from
+/// `_start`), every stack ends there, and nothing was dropped.
+#[test]
+fn riscv_rt_firmware_names_its_leak_with_the_whole_stack() {
+    let (out, elf) = riscv_out();
+    let snaps = snapshots(&out);
+    let last = snaps.last().unwrap();
+    let snap = sampler_core::snapshot::decode(&std::fs::read(last).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", last.display()));
+    assert_eq!(snap.word_size, 4, "riscv32 frames are 32-bit");
+    let c = snap.counters;
+    assert!(c.samples > 100, "few samples: {c:?}");
+    assert_eq!(
+        (
+            c.stack_table_full,
+            c.bucket_table_full,
+            c.live_map_full,
+            c.truncated_stacks,
+            c.reentrant
+        ),
+        (0, 0, 0, 0, 0),
+        "the firmware's tables overflowed or stacks were cut: {c:?}"
+    );
+    let id = build_id(&elf);
+    let inspect = run(Command::new(heapsnap()).arg("inspect").arg(last));
+    assert!(
+        inspect.contains(&id),
+        "the snapshot does not carry the ELF's build id {id}:\n{inspect}"
+    );
+
+    let pb = convert_with(&elf, last, "riscv");
+    let leak = Leak {
+        func: "::decode_reading",
+        file: "firmware-riscv/src/main.rs",
+    };
+    if let Err(e) = leak_tops_inuse_with_its_line(&pb, &leak) {
+        panic!("{e}");
+    }
+    if let Err(e) = every_stack_ends_in(&pb, "_start_rust") {
+        panic!("{e}");
+    }
+    let traces = pprof(&["-traces", "-sample_index=inuse_space"], &pb);
+    let trace = traces
+        .split("-----------+")
+        .find(|t| t.contains("decode_reading"))
+        .unwrap_or_else(|| panic!("no trace through decode_reading:\n{traces}"));
+    let frames: Vec<&str> = trace
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .filter(|f| f.contains("::") || *f == "main" || f.starts_with(['_', '<', '[']))
+        .collect();
+    assert_eq!(
+        frames,
+        [
+            "heapsnap_firmware_riscv::decode_reading",
+            "heapsnap_firmware_riscv::read_sample",
+            "heapsnap_firmware_riscv::SensorLog::poll",
+            "main",
+            "_start_rust",
+        ],
+        "the leak's stack, leaf to root:\n{trace}"
+    );
+}
+
+/// The RISC-V firmware's ELF with every loaded address moved down by 0x8000_0000 (its
+/// program headers, allocated sections and entry point rewritten): real riscv32 code
+/// whose segments start at 0 and so cover the Cortex-M demo's flash addresses. What a
+/// 32-bit ELF of another architecture that happens to overlap looks like to `verify`.
+fn riscv_elf_at_zero() -> PathBuf {
+    let (_, elf) = riscv_out();
+    let mut d = std::fs::read(&elf).unwrap();
+    const DELTA: u32 = 0x8000_0000;
+    let u16_at = |d: &[u8], at: usize| u16::from_le_bytes([d[at], d[at + 1]]) as usize;
+    let u32_at = |d: &[u8], at: usize| u32::from_le_bytes(d[at..at + 4].try_into().unwrap());
+    let put = |d: &mut Vec<u8>, at: usize, v: u32| d[at..at + 4].copy_from_slice(&v.to_le_bytes());
+    assert_eq!(&d[..6], b"\x7fELF\x01\x01", "an ELF32 little-endian");
+    assert_eq!(u16_at(&d, 18), 243, "a RISC-V ELF");
+    let entry = u32_at(&d, 0x18);
+    put(&mut d, 0x18, entry.wrapping_sub(DELTA));
+    let (phoff, shoff) = (u32_at(&d, 0x1c) as usize, u32_at(&d, 0x20) as usize);
+    let (phsize, phnum) = (u16_at(&d, 0x2a), u16_at(&d, 0x2c));
+    let (shsize, shnum) = (u16_at(&d, 0x2e), u16_at(&d, 0x30));
+    for i in 0..phnum {
+        let at = phoff + i * phsize;
+        for field in [8, 12] {
+            let v = u32_at(&d, at + field);
+            if v >= DELTA {
+                put(&mut d, at + field, v - DELTA);
+            }
+        }
+    }
+    for i in 0..shnum {
+        let at = shoff + i * shsize;
+        let (flags, addr) = (u32_at(&d, at + 8), u32_at(&d, at + 12));
+        if flags & 2 != 0 && addr >= DELTA {
+            put(&mut d, at + 12, addr - DELTA);
+        }
+    }
+    let dir = target_dir().join("firmware-e2e");
+    std::fs::create_dir_all(&dir).unwrap();
+    let moved = dir.join("riscv-at-zero.elf");
+    std::fs::write(&moved, d).unwrap();
+    moved
+}
+
+/// The demo's last snapshot as a firmware that publishes no mapping writes it (no build
+/// id to check an ELF by), with `elf_machine` as given (0: an encoder before it).
+fn demo_snapshot_without_mapping(elf_machine: u64, test: &str) -> PathBuf {
+    let last = snapshots(&firmware_out()).pop().unwrap();
+    let mut snap = sampler_core::snapshot::decode(&std::fs::read(&last).unwrap()).unwrap();
+    assert_eq!(
+        snap.counters.elf_machine, 40,
+        "the Cortex-M demo says it is Arm code"
+    );
+    snap.mappings.clear();
+    snap.counters.elf_machine = elf_machine;
+    let dir = target_dir().join("firmware-e2e");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{test}-no-mapping.bin"));
+    std::fs::write(&path, sampler_core::snapshot::encode_to_vec(&snap).unwrap()).unwrap();
+    path
+}
+
+/// `heapsnap top` with `args`: (exit code, stderr).
+fn top_with(args: &[&std::ffi::OsStr]) -> (Option<i32>, String) {
+    let out = Command::new(heapsnap())
+        .arg("top")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Wrong architecture, same word size: a 32-bit RISC-V ELF whose segments cover a
+/// Cortex-M snapshot's addresses, for a snapshot without a build id. It used to pass
+/// (only Thumb code is checked instruction by instruction); now the snapshot's
+/// `elf_machine` (Arm) refuses it, naming both architectures, with exit status 1, and
+/// `--force-elf` overrides. A snapshot of an encoder before `elf_machine` cannot be
+/// refused on that ground: it gets a warning that nothing checked the ELF (and is not
+/// refused for its addresses: the moved ELF does cover them). The right ELF passes
+/// both without a warning.
+#[test]
+fn an_elf_of_another_architecture_is_refused_for_a_firmware_snapshot() {
+    let wrong = riscv_elf_at_zero();
+    let right = firmware_out().join(ELF_NAME);
+    let snap = demo_snapshot_without_mapping(40, "arch");
+    let (code, err) = top_with(&["--elf".as_ref(), wrong.as_os_str(), snap.as_os_str()]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("riscv-at-zero.elf does not fit the snapshot")
+            && err.contains("it is code for RISC-V (e_machine 243)")
+            && err.contains("written by code for Arm (e_machine 40)")
+            && err.contains("--force-elf"),
+        "{err}"
+    );
+    let (code, err) = top_with(&[
+        "--force-elf".as_ref(),
+        "--elf".as_ref(),
+        wrong.as_os_str(),
+        snap.as_os_str(),
+    ]);
+    assert_eq!(code, Some(0), "--force-elf: {err}");
+
+    let old = demo_snapshot_without_mapping(0, "arch-unknown");
+    let (code, err) = top_with(&["--elf".as_ref(), wrong.as_os_str(), old.as_os_str()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("does not say which architecture wrote it")
+            && err.contains("RISC-V (e_machine 243) code")
+            && err.contains("make sure it is the ELF of the firmware that ran"),
+        "{err}"
+    );
+    for s in [&snap, &old] {
+        let (code, err) = top_with(&["--elf".as_ref(), right.as_os_str(), s.as_os_str()]);
+        assert!(code == Some(0) && !err.contains("warning"), "{err}");
+    }
+}
+
+/// The silent mistakes of issue 18 in the viewer: each profile is made by the real CLI
+/// (`heapsnap convert`) from a snapshot with that mistake, and opened in headless
+/// Chromium the way the demo page opens a profile. The page must show every warning
+/// `convert` printed, in the same words (one warning set, from one place):
+/// * sampling off: a real host workload run at `--rate 0`;
+/// * tables full: the demo firmware's last snapshot with the counters a full bucket
+///   table, stack table and live-object map leave (as the CLI warning tests do);
+/// * no cycle closed: that snapshot as a firmware that never calls `advance_cycle()`
+///   writes it (cycle 0, nothing published);
+/// * no ELF: the firmware snapshot converted without `--elf`, both without a mapping
+///   (an older firmware) and with its build-id mapping (the guide's setup).
+#[test]
+fn the_viewer_shows_each_silent_mistakes_warning() {
+    let out = firmware_out();
+    let elf = out.join(ELF_NAME);
+    let dir = target_dir().join("firmware-e2e/viewer-warnings");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let last = snapshots(&out).pop().unwrap();
+    let real = sampler_core::snapshot::decode(&std::fs::read(&last).unwrap()).unwrap();
+    let write = |name: &str, s: &sampler_core::decoded::Snapshot| {
+        let p = dir.join(format!("{name}.bin"));
+        std::fs::write(&p, sampler_core::snapshot::encode_to_vec(s).unwrap()).unwrap();
+        p
+    };
+    let mut full = real.clone();
+    full.counters.stack_table_full = 7;
+    full.counters.bucket_table_full = 312;
+    full.counters.live_map_full = 2;
+    let mut never = real.clone();
+    never.cycle = 0;
+    for b in &mut never.buckets {
+        b.active = Default::default();
+    }
+    let mut no_mapping = real.clone();
+    no_mapping.mappings.clear();
+    let off = e2e::host_workload_snapshot(&dir.join("off.snap"), &["--rate", "0"]);
+
+    // (name, snapshot, with the firmware's ELF, the warning the page must show)
+    let cases: [(&str, PathBuf, bool, &str); 5] = [
+        (
+            "off",
+            off,
+            false,
+            "warning: sampling was off (rate 0): the snapshot records nothing",
+        ),
+        (
+            "full",
+            write("full", &full),
+            true,
+            "warning: bucket table full: 312 samples dropped; raise BUCKETS",
+        ),
+        (
+            "never",
+            write("never", &never),
+            true,
+            "warning: no record cycle was ever closed:",
+        ),
+        (
+            "noelf",
+            write("noelf", &no_mapping),
+            false,
+            "warning: no ELF given: the firmware's addresses stay unsymbolized",
+        ),
+        (
+            "noelf-mapped",
+            last.clone(),
+            false,
+            "warning: no ELF given, and no file of the snapshot's mappings (heapsnap-firmware) was found",
+        ),
+    ];
+    let mut args: Vec<std::ffi::OsString> = vec![e2e::www().into(), dir.clone().into()];
+    let mut printed = Vec::new();
+    for (name, snap, with_elf, _) in &cases {
+        let pb = dir.join(format!("{name}.pb.gz"));
+        let mut c = Command::new(heapsnap());
+        c.arg("convert");
+        if *with_elf {
+            c.arg("--elf").arg(&elf);
+        }
+        let o = c.arg(snap).arg("-o").arg(&pb).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "convert {name}: {err}");
+        // What the CLI printed: `heapsnap: FILE: warning: …`, one per line.
+        let warnings: Vec<String> = err
+            .lines()
+            .filter_map(|l| {
+                l.split_once(": warning: ")
+                    .map(|(_, w)| format!("warning: {w}"))
+            })
+            .collect();
+        printed.push(warnings);
+        let mut arg = std::ffi::OsString::from(format!("{name}="));
+        arg.push(&pb);
+        args.push(arg);
+    }
+    let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    let result = e2e::browser_script("viewer_warnings.mjs", &refs, &dir);
+    eprintln!("screenshots: {}/*.png", dir.display());
+    assert_eq!(result["errors"], Value::Array(vec![]), "errors in the page");
+    for ((name, _, _, want), cli) in cases.iter().zip(&printed) {
+        let page = &result["profiles"][name];
+        assert_eq!(
+            page["error"],
+            Value::Null,
+            "{name}: the page refused it: {page}"
+        );
+        let shown: Vec<&str> = page["comments"]
+            .as_array()
+            .map(|c| c.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        assert!(
+            shown.iter().any(|c| c.starts_with(want)),
+            "{name}: the page does not show `{want}`; it shows {shown:#?}"
+        );
+        assert!(
+            cli.iter().any(|w| w.starts_with(want)),
+            "{name}: convert did not print `{want}`: {cli:#?}"
+        );
+        for w in cli {
+            assert!(
+                shown.contains(&w.as_str()),
+                "{name}: convert printed `{w}`, the page does not show it: {shown:#?}"
+            );
+        }
     }
 }

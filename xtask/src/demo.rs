@@ -174,7 +174,7 @@ struct Input {
 
 fn profile_input() -> Res<Input> {
     let qemu = tools::ensure_targets(&[crate::firmware::TARGET])
-        .and_then(|()| crate::firmware::ensure_qemu());
+        .and_then(|()| crate::firmware::ensure_qemu(&crate::firmware::LM3S6965));
     match qemu {
         Ok(()) => {
             step("firmware in QEMU");

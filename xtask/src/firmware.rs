@@ -1,6 +1,8 @@
 //! `cargo xtask firmware`: build the Cortex-M3 firmware (`firmware/`, its own workspace,
 //! target thumbv7m-none-eabi), run it in QEMU (`lm3s6965evb`) and collect the snapshots
 //! it writes over semihosting, plus a copy of the ELF that symbolizes them.
+//! `cargo xtask firmware --riscv` does the same for the RISC-V firmware
+//! (`firmware-riscv/`, riscv32imac on QEMU `virt`, sampler-core's `riscv-rt` feature).
 
 use crate::tools::{self, Res};
 use std::io::{BufRead, BufReader, Write};
@@ -17,6 +19,57 @@ pub const ELF_NAME: &str = "heapsnap-firmware.elf";
 /// Name of the QEMU console log in [`out_dir`].
 pub const LOG_NAME: &str = "qemu.log";
 
+/// A QEMU machine a firmware runs on: the emulator, its arguments before `-kernel`,
+/// and the Debian package that provides it.
+pub struct Machine {
+    /// The emulator binary.
+    pub qemu: &'static str,
+    /// Its arguments before `-kernel ELF` (machine, console, semihosting).
+    pub args: &'static [&'static str],
+    /// The Debian package to install it from.
+    pub apt: &'static str,
+    /// Name of the ELF copy next to the snapshots.
+    pub elf_name: &'static str,
+}
+
+/// The Cortex-M3 demo firmware's machine.
+pub const LM3S6965: Machine = Machine {
+    qemu: "qemu-system-arm",
+    args: &[
+        "-cpu",
+        "cortex-m3",
+        "-machine",
+        "lm3s6965evb",
+        "-nographic",
+        "-semihosting-config",
+        "enable=on,target=native",
+    ],
+    apt: "qemu-system-arm",
+    elf_name: ELF_NAME,
+};
+
+/// The RISC-V firmware's machine: QEMU `virt` with no firmware of its own (`-bios
+/// none`: the reset ROM jumps to DRAM at 0x80000000, where riscv-rt's `_start` is).
+pub const RISCV_VIRT: Machine = Machine {
+    qemu: "qemu-system-riscv32",
+    args: &[
+        "-machine",
+        "virt",
+        "-bios",
+        "none",
+        "-nographic",
+        "-semihosting-config",
+        "enable=on,target=native",
+    ],
+    apt: "qemu-system-misc",
+    elf_name: RISCV_ELF_NAME,
+};
+
+/// The RISC-V firmware's target.
+pub const RISCV_TARGET: &str = "riscv32imac-unknown-none-elf";
+/// Name of the RISC-V ELF copy in [`riscv_out_dir`].
+pub const RISCV_ELF_NAME: &str = "heapsnap-firmware-riscv.elf";
+
 pub fn run(args: &[String]) -> Res {
     match args.first().map(String::as_str) {
         None => {}
@@ -26,7 +79,17 @@ pub fn run(args: &[String]) -> Res {
             }
             return Ok(());
         }
-        Some(a) => return Err(format!("`firmware` takes only `--matrix` (got `{a}`)")),
+        Some("--riscv") if args.len() == 1 => {
+            for s in build_and_run_riscv()? {
+                println!("{}", s.display());
+            }
+            return Ok(());
+        }
+        Some(a) => {
+            return Err(format!(
+                "`firmware` takes only `--matrix` or `--riscv` (got `{a}`)"
+            ))
+        }
     }
     let snaps = build_and_run()?;
     println!("firmware snapshots ({}):", snaps.len());
@@ -47,30 +110,50 @@ pub fn elf_path() -> PathBuf {
     out_dir().join(ELF_NAME)
 }
 
-/// Is QEMU usable here (installed, or installable with apt)? `Err` says why not.
-pub fn ensure_qemu() -> Res {
-    tools::ensure_apt(&[("qemu-system-arm", "qemu-system-arm")])
+/// Is `machine`'s QEMU usable here (installed, or installable with apt)? `Err` says why not.
+pub fn ensure_qemu(machine: &Machine) -> Res {
+    tools::ensure_apt(&[(machine.qemu, machine.apt)])
 }
 
 /// Build the firmware, run it in QEMU, return the snapshot paths in order.
 pub fn build_and_run() -> Res<Vec<PathBuf>> {
     tools::ensure_targets(&[TARGET])?;
-    ensure_qemu()?;
-    let elf = build()?;
+    ensure_qemu(&LM3S6965)?;
+    let elf = build("firmware", TARGET, "heapsnap-firmware")?;
     run_into(&elf, &out_dir())
+}
+
+/// Where the RISC-V firmware's run goes (laid out like [`out_dir`]); the e2e tests find
+/// it under `HEAPSNAP_FIRMWARE_OUT`.
+pub fn riscv_out_dir() -> PathBuf {
+    out_dir().join("riscv32")
+}
+
+/// Build the RISC-V firmware (`firmware-riscv/`), run it in QEMU `virt`, return the
+/// snapshot paths in order.
+pub fn build_and_run_riscv() -> Res<Vec<PathBuf>> {
+    tools::ensure_targets(&[RISCV_TARGET])?;
+    ensure_qemu(&RISCV_VIRT)?;
+    let elf = build("firmware-riscv", RISCV_TARGET, "heapsnap-firmware-riscv")?;
+    run_on(&RISCV_VIRT, &elf, &riscv_out_dir())
 }
 
 /// Copy `elf` into `out` (as [`ELF_NAME`]), run it in QEMU there with the old snapshots
 /// removed, and return the new ones in order.
 pub fn run_into(elf: &Path, out: &Path) -> Res<Vec<PathBuf>> {
+    run_on(&LM3S6965, elf, out)
+}
+
+/// [`run_into`] on any [`Machine`].
+pub fn run_on(machine: &Machine, elf: &Path, out: &Path) -> Res<Vec<PathBuf>> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     for old in snapshots_in(out)? {
         std::fs::remove_file(&old).map_err(|e| format!("{}: {e}", old.display()))?;
     }
-    let copy = out.join(ELF_NAME);
+    let copy = out.join(machine.elf_name);
     std::fs::copy(elf, &copy)
         .map_err(|e| format!("copying {} to {}: {e}", elf.display(), copy.display()))?;
-    run_qemu(&copy, out)?;
+    run_qemu(machine, &copy, out)?;
     let snaps = snapshots_in(out)?;
     if snaps.len() < 2 {
         return Err(format!(
@@ -102,7 +185,7 @@ pub fn matrix_out_dir() -> PathBuf {
 /// (`[profile.*.package.NAME]`); LTO is a profile setting, so it is the second build.
 pub fn build_and_run_matrix() -> Res<Vec<PathBuf>> {
     tools::ensure_targets(&[TARGET])?;
-    ensure_qemu()?;
+    ensure_qemu(&LM3S6965)?;
     let ws = matrix_workspace()?;
     let target_dir = ws.join("target");
     let mut outs = Vec::new();
@@ -216,10 +299,11 @@ pub fn firmware_cargo(dir: &Path) -> Command {
     c
 }
 
-/// `cargo build --release` inside `firmware/`, so its `.cargo/config.toml` (target,
-/// frame pointers, linker script) applies. Returns the ELF path.
-fn build() -> Res<PathBuf> {
-    let dir = tools::root().join("firmware");
+/// `cargo build --release` inside the firmware crate `crate_dir` (`firmware`,
+/// `firmware-riscv`), so its `.cargo/config.toml` (target, frame pointers, linker
+/// script) applies. Returns the path of the ELF `bin` built for `target`.
+fn build(crate_dir: &str, target: &str, bin: &str) -> Res<PathBuf> {
+    let dir = tools::root().join(crate_dir);
     let target_dir = dir.join("target");
     let mut c = firmware_cargo(&dir);
     // Not `--locked`: when sampler-core gains a dependency, cargo adds it to the
@@ -227,7 +311,7 @@ fn build() -> Res<PathBuf> {
     c.args(["build", "--release", "--target-dir"])
         .arg(&target_dir);
     tools::run(&mut c)?;
-    let elf = target_dir.join(TARGET).join("release/heapsnap-firmware");
+    let elf = target_dir.join(target).join("release").join(bin);
     if !elf.is_file() {
         return Err(format!(
             "cargo built the firmware but {} is missing",
@@ -239,26 +323,25 @@ fn build() -> Res<PathBuf> {
 
 /// Run the ELF in QEMU with `cwd` as working directory (semihosting file names are
 /// relative to it); echo and log its console; kill it after [`QEMU_TIMEOUT`].
-pub fn run_qemu(elf: &Path, cwd: &Path) -> Res {
+pub fn run_qemu(machine: &Machine, elf: &Path, cwd: &Path) -> Res {
+    let qemu = machine.qemu;
     let log_path = cwd.join(LOG_NAME);
     let mut log =
         std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
-    let mut c = Command::new("qemu-system-arm");
-    c.args(["-cpu", "cortex-m3", "-machine", "lm3s6965evb", "-nographic"])
-        .args(["-semihosting-config", "enable=on,target=native", "-kernel"])
+    let mut c = Command::new(qemu);
+    c.args(machine.args)
+        .arg("-kernel")
         .arg(elf)
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     eprintln!(
-        "    $ (cd {} && qemu-system-arm … -kernel {})",
+        "    $ (cd {} && {qemu} … -kernel {})",
         cwd.display(),
         elf.display()
     );
-    let mut child = c
-        .spawn()
-        .map_err(|e| format!("cannot start qemu-system-arm: {e}"))?;
+    let mut child = c.spawn().map_err(|e| format!("cannot start {qemu}: {e}"))?;
     // Echo the console as it comes (stdout and stderr merged into the log in order of arrival).
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     let mut readers = Vec::new();
@@ -293,7 +376,7 @@ pub fn run_qemu(elf: &Path, cwd: &Path) -> Res {
         }
         match child
             .try_wait()
-            .map_err(|e| format!("waiting for qemu-system-arm: {e}"))?
+            .map_err(|e| format!("waiting for {qemu}: {e}"))?
         {
             Some(status) => break status,
             None if started.elapsed() > QEMU_TIMEOUT => {

@@ -190,7 +190,7 @@ fn link(cpu: &Cpu, lib: Option<&Path>, elf: &Path, keep_api: bool) -> Res {
 /// Build the C firmware for QEMU, run it, return its snapshots in order.
 pub fn build_and_run() -> Res<Vec<PathBuf>> {
     tools::ensure_apt(APT)?;
-    crate::firmware::ensure_qemu()?;
+    crate::firmware::ensure_qemu(&crate::firmware::LM3S6965)?;
     let lib = library(&M3, false)?;
     let out = out_dir();
     step("C firmware (arm-none-eabi-gcc, newlib, --wrap=malloc…)");
@@ -201,7 +201,7 @@ pub fn build_and_run() -> Res<Vec<PathBuf>> {
     link(&M3, Some(&lib), &elf, true)?;
     no_panic_check_works(&out)?;
     step("C firmware in QEMU");
-    crate::firmware::run_qemu(&elf, &out)?;
+    crate::firmware::run_qemu(&crate::firmware::LM3S6965, &elf, &out)?;
     let snaps = crate::firmware::snapshots_in(&out)?;
     if snaps.len() < 2 {
         return Err(format!(

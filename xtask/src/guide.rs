@@ -11,7 +11,12 @@
 //!   glob-imported (the names the guide leaves to the reader; a snippet's own items
 //!   shadow them).
 //!
-//! A block with neither fails the step: no Rust or TOML goes into the guide unchecked.
+//! * `in=PATH`: an excerpt of a file of the repository that the test command builds and
+//!   runs itself (the RISC-V firmware, `firmware-riscv/`): the block must appear in that
+//!   file verbatim, so the guide shows what QEMU ran.
+//!
+//! A block with none of these fails the step: no Rust or TOML goes into the guide
+//! unchecked.
 
 use crate::firmware;
 use crate::firmware::seed_lock;
@@ -88,9 +93,10 @@ fn blocks(doc: &'static str) -> Res<Vec<Block>> {
 /// folder with its ELF and snapshots.
 pub fn build_and_run() -> Res<PathBuf> {
     tools::ensure_targets(&[firmware::TARGET])?;
-    firmware::ensure_qemu()?;
+    firmware::ensure_qemu(&firmware::LM3S6965)?;
     let mut files: Vec<(String, String)> = Vec::new();
     let mut snippets: Vec<Block> = Vec::new();
+    let mut excerpts = 0;
     for doc in DOCS {
         for b in blocks(doc)? {
             let checked = matches!(b.lang.as_str(), "rust" | "toml");
@@ -104,17 +110,20 @@ pub fn build_and_run() -> Res<PathBuf> {
                 }
             } else if b.attr == "snippet" && b.lang == "rust" {
                 snippets.push(b);
+            } else if let Some(path) = b.attr.strip_prefix("in=") {
+                excerpt_of(&b, path)?;
+                excerpts += 1;
             } else if checked {
                 return Err(format!(
-                    "{}:{}: a ```{} block without `file=PATH` or `snippet`: say how the \
-                     test command compiles it (see xtask/src/guide.rs)",
+                    "{}:{}: a ```{} block without `file=PATH`, `snippet` or `in=PATH`: say \
+                     how the test command compiles it (see xtask/src/guide.rs)",
                     b.doc, b.line, b.lang
                 ));
             }
         }
     }
     eprintln!(
-        "    {} firmware files and {} snippets from {}",
+        "    {} firmware files, {} snippets and {excerpts} excerpts of tested files from {}",
         files.len(),
         snippets.len(),
         DOCS.join(", ")
@@ -124,6 +133,21 @@ pub fn build_and_run() -> Res<PathBuf> {
     let out = firmware::out_dir().join("guide");
     firmware::run_into(&elf, &out)?;
     Ok(out)
+}
+
+/// Check that block `b` appears verbatim in the repository file `path` (`in=PATH`).
+fn excerpt_of(b: &Block, path: &str) -> Res {
+    let file = tools::root().join(path);
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| format!("{}:{}: `in={path}`: {e}", b.doc, b.line))?;
+    if b.text.trim().is_empty() || !text.contains(&b.text) {
+        return Err(format!(
+            "{}:{}: this block is not an excerpt of {path} (it must appear there verbatim, \
+             whole lines): the guide drifted from the firmware the tests run",
+            b.doc, b.line
+        ));
+    }
+    Ok(())
 }
 
 /// Where `sampler-core` is, for the guide's `path = "…/sampler-core"`.

@@ -27,8 +27,9 @@ tasks:
   test                           run every test (what CI runs)
   viewer [--dev]                 build the browser viewer into www/pkg
   bench-viewer                   time file → first flame paint and memory in headless Chromium
-  firmware [--matrix]            build and run the QEMU firmware, writing snapshots
-                                 (--matrix: at every opt-level, with and without LTO)
+  firmware [--matrix|--riscv]    build and run the QEMU firmware, writing snapshots
+                                 (--matrix: at every opt-level, with and without LTO;
+                                 --riscv: the riscv-rt firmware in QEMU virt)
   firmware-c                     build the C firmware (gcc, newlib, libsampler_c.a via --wrap),
                                  run it in QEMU writing snapshots; the C library's flash/RAM
   guide                          compile every code block of docs/integrating.md and README.md;

@@ -42,7 +42,7 @@ pub fn device_checks() -> Res {
         let features = if t.starts_with("thumb") {
             "cortex-m,defmt"
         } else {
-            "defmt"
+            "riscv-rt,defmt"
         };
         tools::run(cargo().args([
             "build",

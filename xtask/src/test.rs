@@ -23,6 +23,7 @@ pub const APT: &[(&str, &str)] = &[
     ("chromium", "chromium"),
     ("chromedriver", "chromium-driver"),
     ("qemu-system-arm", "qemu-system-arm"),
+    ("qemu-system-riscv32", "qemu-system-misc"),
     ("node", "nodejs"),
     ("npm", "npm"),
     // The legacy-format corpus (tests/tests/legacy_formats.rs): tcmalloc's heap
@@ -68,6 +69,9 @@ pub fn run(args: &[String]) -> Res {
     });
     go("firmware in QEMU", &|| {
         crate::firmware::build_and_run().map(|_| ())
+    });
+    go("RISC-V firmware (riscv-rt) in QEMU virt", &|| {
+        crate::firmware::build_and_run_riscv().map(|_| ())
     });
     go(
         "C firmware in QEMU (gcc, newlib, --wrap=malloc), sampler-c flash/RAM on thumbv7em",
@@ -130,8 +134,8 @@ pub fn checks() -> Res {
         "-D",
         "warnings",
     ]))?;
-    // The device integrations compile only for bare-metal Arm: lint them there.
-    tools::ensure_targets(&["thumbv7m-none-eabi"])?;
+    // The device integrations compile only for bare metal: lint each on its target.
+    tools::ensure_targets(&["thumbv7m-none-eabi", crate::firmware::RISCV_TARGET])?;
     tools::run(cargo().args([
         "clippy",
         "-p",
@@ -140,6 +144,18 @@ pub fn checks() -> Res {
         "thumbv7m-none-eabi",
         "--features",
         "cortex-m,defmt",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    tools::run(cargo().args([
+        "clippy",
+        "-p",
+        "sampler-core",
+        "--target",
+        crate::firmware::RISCV_TARGET,
+        "--features",
+        "riscv-rt,defmt",
         "--",
         "-D",
         "warnings",

@@ -24,9 +24,9 @@ pub use gperftools::LEGACY_VERSION;
 use sampler_core::decoded::Snapshot;
 #[cfg(feature = "snapshot")]
 pub use snapshot::{
-    bucket_values, comments, hex, inspect_report, mapping_index, scale_heap_sample, site,
-    snapshot_mappings, to_profile, to_profile_limited, warnings, NoSymbols, Resolved, SymFrame,
-    Symbols, SAMPLE_TYPES,
+    bucket_values, comments, hex, inspect_report, machine_name, mapping_index, scale_heap_sample,
+    site, snapshot_mappings, to_profile, to_profile_limited, warnings, NoSymbols, Resolved,
+    SymFrame, Symbols, SAMPLE_TYPES,
 };
 
 /// A decoded input file.

@@ -6,12 +6,21 @@ use sampler_core::{Counters, Cycle};
 
 /// The small snapshot whose bytes `tests/golden/small.bin` pins and whose hex dump
 /// `docs/snapshot-format.md` walks through: 32-bit firmware, one mapping, two stacks
-/// (the second shares a caller with the first), three buckets, exact heap totals.
+/// (the second shares a caller with the first), three buckets, exact heap totals, written
+/// by Arm code (`elf_machine` 40).
 /// [`small`] as an encoder before the heap totals wrote it (`tests/golden/small-7.bin`):
 /// the 7 version-1 counters only, so no heap totals (`Counters::heap` is `None`).
 pub fn small_seven_counters() -> Snapshot {
-    let mut s = small();
+    let mut s = small_twelve_counters();
     s.counters.set_heap(None);
+    s
+}
+
+/// [`small`] as an encoder before `elf_machine` wrote it (`tests/golden/small-12.bin`):
+/// 12 counters, so the architecture is unknown (0).
+pub fn small_twelve_counters() -> Snapshot {
+    let mut s = small();
+    s.counters.elf_machine = 0;
     s
 }
 
@@ -34,6 +43,7 @@ pub fn small() -> Snapshot {
             heap_frees: 50,
             heap_in_use_bytes: 1200,
             heap_peak_bytes: 3100,
+            elf_machine: 40,
         },
         mappings: vec![Mapping {
             start: 0x0800_0000,

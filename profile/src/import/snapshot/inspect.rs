@@ -27,6 +27,8 @@ pub fn warnings(s: &Snapshot) -> Vec<String> {
         heap_frees: _,
         heap_in_use_bytes: _,
         heap_peak_bytes: _,
+        // Not a drop: `heapsnap` checks the `--elf`'s architecture against it.
+        elf_machine: _,
     } = s.counters;
     let mut w = Vec::new();
     let mut add = |n: u64, text: &str| {
@@ -80,11 +82,39 @@ pub fn heap_line(s: &Snapshot) -> Option<String> {
 }
 
 /// The drop counters by name: the counter table without the exact heap totals
-/// (`heap_*`, shown by [`heap_line`] when they were counted).
+/// (`heap_*`, shown by [`heap_line`] when they were counted) and the architecture
+/// (`elf_machine`, shown by [`machine_name`] in the header).
 fn drop_counters(s: &Snapshot) -> impl Iterator<Item = (&'static str, u64)> {
     s.counters
         .iter()
-        .filter(|(name, _)| !name.starts_with("heap_"))
+        .filter(|(name, _)| !name.starts_with("heap_") && *name != "elf_machine")
+}
+
+/// A human name for an ELF `e_machine` (a snapshot's `elf_machine`, an ELF header's
+/// field): the architectures firmware and hosts run on, else the number.
+pub fn machine_name(machine: u64) -> String {
+    let name = match machine {
+        3 => "x86",
+        8 => "MIPS",
+        20 => "PowerPC",
+        40 => "Arm",
+        62 => "x86-64",
+        83 => "AVR",
+        94 => "Xtensa",
+        105 => "MSP430",
+        183 => "AArch64",
+        243 => "RISC-V",
+        _ => return format!("e_machine {machine}"),
+    };
+    format!("{name} (e_machine {machine})")
+}
+
+/// The snapshot's architecture for the header lines: its `elf_machine`, or unknown.
+fn architecture(s: &Snapshot) -> String {
+    match s.counters.elf_machine {
+        0 => "unknown (the encoder predates elf_machine)".to_owned(),
+        m => machine_name(m),
+    }
 }
 
 /// The comments a converted profile carries: producer, header fields, counters, the
@@ -123,6 +153,7 @@ pub fn report(s: &Snapshot, name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) ->
         let _ = writeln!(o, "format version   {}", s.version);
     }
     let _ = writeln!(o, "word size        {} bytes", s.word_size);
+    let _ = writeln!(o, "architecture     {}", architecture(s));
     let _ = writeln!(
         o,
         "sample rate      {} bytes{}",

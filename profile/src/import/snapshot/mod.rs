@@ -9,7 +9,7 @@ pub use convert::{
     bucket_values, hex, mapping_index, scale_heap_sample, snapshot_mappings, to_profile,
     to_profile_limited, NoSymbols, Resolved, SymFrame, Symbols, SAMPLE_TYPES,
 };
-pub use inspect::{comments, report as inspect_report, warnings};
+pub use inspect::{comments, machine_name, report as inspect_report, warnings};
 
 use super::{Format, Input, InputError};
 use crate::limits::Limits;
