@@ -86,6 +86,9 @@ typedef struct HeapsnapCounters {
   uint64_t heap_in_use_bytes;
   // Peak of `heap_in_use_bytes`.
   uint64_t heap_peak_bytes;
+  // The ELF machine number of the code that wrote the snapshot (40 Arm, 243
+  // RISC-V; 0 unknown): heapsnap refuses an `--elf` of another architecture.
+  uint64_t elf_machine;
 } HeapsnapCounters;
 
 // A snapshot write callback: send `len` bytes at `bytes` (a UART, semihosting, a

@@ -113,13 +113,16 @@ pub struct HeapsnapCounters {
     pub heap_in_use_bytes: u64,
     /// Peak of `heap_in_use_bytes`.
     pub heap_peak_bytes: u64,
+    /// The ELF machine number of the code that wrote the snapshot (40 Arm, 243
+    /// RISC-V; 0 unknown): heapsnap refuses an `--elf` of another architecture.
+    pub elf_machine: u64,
 }
 
 impl From<Counters> for HeapsnapCounters {
     fn from(c: Counters) -> Self {
         // Destructured from the wire-order array: a counter added to sampler-core does
         // not compile here until this struct (and so the header) has it.
-        let [samples, stack_table_full, bucket_table_full, live_map_full, reentrant, unknown_frees, truncated_stacks, heap_totals, heap_allocs, heap_frees, heap_in_use_bytes, heap_peak_bytes] =
+        let [samples, stack_table_full, bucket_table_full, live_map_full, reentrant, unknown_frees, truncated_stacks, heap_totals, heap_allocs, heap_frees, heap_in_use_bytes, heap_peak_bytes, elf_machine] =
             c.to_array();
         HeapsnapCounters {
             samples,
@@ -134,6 +137,7 @@ impl From<Counters> for HeapsnapCounters {
             heap_frees,
             heap_in_use_bytes,
             heap_peak_bytes,
+            elf_machine,
         }
     }
 }
