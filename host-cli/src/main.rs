@@ -340,17 +340,26 @@ fn print_top(
         .map_err(anyhow::Error::msg)?;
     let table = analysis::top(p, i, &Filter::none())?;
     let (ty, unit) = p.sample_types().get(i).copied().unwrap_or(("", ""));
-    let mut text = format!("Type: {}\n", printable(ty));
-    if let (false, Some(h)) = (signed, p.heap_totals()) {
-        // Counted on the device, not estimated from samples: next to the sampled table.
-        text.push_str(&format!("Heap (exact): {h}\n"));
+    // pprof's header (`ProfileLabels`): the comments not starting with `#` (a heapsnap
+    // conversion's exact heap totals and warnings among them), then the type when it
+    // has a name. File, Build ID, Time and Duration are not printed.
+    let mut text = String::new();
+    for c in p.comments() {
+        if !c.starts_with('#') {
+            text.push_str(&printable(c));
+            text.push('\n');
+        }
+    }
+    if !ty.is_empty() {
+        text.push_str(&format!("Type: {}\n", printable(ty)));
     }
     if signed {
-        // pprof's -diff_base arithmetic, whose percentages are of the base's total.
-        text.push_str(&format!(
-            "Diff: new − base per stack; percentages are of the base's total ({}), as go tool pprof -diff_base shows them\n",
-            report::scaled_label(table.total, unit, report::auto_unit(table.total, unit))
-        ));
+        // pprof's -diff_base arithmetic, whose percentages are of the base's total. On
+        // stderr: stdout is the table pprof prints.
+        eprintln!(
+            "heapsnap: diff: new − base per stack; percentages are of the base's total ({}), as go tool pprof -diff_base shows them",
+            analysis::scaled_label(table.total, unit, "auto")
+        );
     }
     text.push_str(&report::top_text(&table, unit, n, signed));
     write_out(None, text.as_bytes(), false)

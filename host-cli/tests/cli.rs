@@ -446,19 +446,22 @@ fn top_diff_and_convert_repeat_the_snapshots_warnings() {
         "{err}"
     );
     // And `diff` says what its percentages are of.
-    let text = ok(heapsnap()
+    let o = heapsnap()
         .args(["diff"])
         .arg(&full)
         .arg(&quiet)
         .output()
-        .unwrap());
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let text = String::from_utf8_lossy(&o.stderr);
     assert!(
         text.contains("percentages are of the base's total"),
         "{text}"
     );
 }
 
-/// The exact heap totals: `inspect` prints them, `top` puts them under its type line,
+/// The exact heap totals: `inspect` prints them, `top` prints them as the comment pprof
+/// shows above its type line,
 /// and a converted profile carries them so `top` of the pprof file shows the same line.
 /// A snapshot without them says "not counted" and never prints a heap of zero bytes.
 #[test]
@@ -483,7 +486,7 @@ fn heap_totals_in_inspect_top_and_the_converted_profile() {
     );
     let t = ok(heapsnap().arg("top").arg(&with).output().unwrap());
     assert!(
-        t.starts_with(&format!("Type: inuse_space\nHeap (exact): {line}\n")),
+        t.starts_with(&format!("heap (exact): {line}\nType: inuse_space\n")),
         "{t}"
     );
     let pb = d.join("totals.pb.gz");
@@ -495,7 +498,7 @@ fn heap_totals_in_inspect_top_and_the_converted_profile() {
         .output()
         .unwrap());
     let t = ok(heapsnap().arg("top").arg(&pb).output().unwrap());
-    assert!(t.contains(&format!("Heap (exact): {line}\n")), "{t}");
+    assert!(t.contains(&format!("heap (exact): {line}\nType: ")), "{t}");
 
     let r = ok(heapsnap().arg("inspect").arg(&without).output().unwrap());
     assert!(
@@ -504,7 +507,7 @@ fn heap_totals_in_inspect_top_and_the_converted_profile() {
     );
     let t = ok(heapsnap().arg("top").arg(&without).output().unwrap());
     assert!(
-        !t.contains("Heap (exact)") && !t.contains("bytes in use"),
+        !t.contains("heap (exact)") && !t.contains("bytes in use"),
         "{t}"
     );
 }

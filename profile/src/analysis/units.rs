@@ -1,4 +1,7 @@
-//! Human units for values: bytes in B/KiB/MiB/GiB, times in ns…s, counts with k/M.
+//! Units for values: pprof's `measurement` package as `go tool pprof` 1.19 ships it
+//! (`scale`, `scaled_label`, `output_unit`, `percentage`: what `heapsnap top` prints,
+//! line for line with `go tool pprof -top`), and the viewer's short human forms
+//! (`format_value`, `format_percent`).
 
 /// The kind of a sample type's unit, from its pprof unit string.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,4 +117,247 @@ pub fn format_percent(p: f64) -> String {
     let digits = (x.round() as u64).min(99).to_string();
     let digits = digits.trim_end_matches('0'); // as %g: 0.5, not 0.50
     format!("{sign}0.{}{digits}%", "0".repeat(k - 2))
+}
+
+/// One unit of a pprof unit family: canonical name, lower-case aliases (matched after
+/// pprof's `sniffUnit` simplification), factor to the family's base unit.
+struct MUnit {
+    name: &'static str,
+    aliases: &'static [&'static str],
+    factor: f64,
+}
+
+/// A family (memory, time, GCU): its units and the default unit a value falls back to.
+struct Family {
+    units: &'static [MUnit],
+    default: (&'static str, f64),
+}
+
+const fn u(name: &'static str, aliases: &'static [&'static str], factor: f64) -> MUnit {
+    MUnit {
+        name,
+        aliases,
+        factor,
+    }
+}
+
+/// pprof's `unitTypes`, in its order (the first family that knows a unit wins).
+const FAMILIES: [Family; 3] = [
+    Family {
+        units: &[
+            u("B", &["b", "byte"], 1.0),
+            u("kB", &["kb", "kbyte", "kilobyte"], 1024.0),
+            u("MB", &["mb", "mbyte", "megabyte"], 1048576.0),
+            u("GB", &["gb", "gbyte", "gigabyte"], 1073741824.0),
+            u("TB", &["tb", "tbyte", "terabyte"], 1099511627776.0),
+            u("PB", &["pb", "pbyte", "petabyte"], 1125899906842624.0),
+        ],
+        default: ("B", 1.0),
+    },
+    Family {
+        units: &[
+            u("ns", &["ns", "nanosecond"], 1.0),
+            u("us", &["μs", "us", "microsecond"], 1e3),
+            u("ms", &["ms", "millisecond"], 1e6),
+            u("s", &["s", "sec", "second"], 1e9),
+            u("hrs", &["hour", "hr"], 3.6e12),
+        ],
+        default: ("s", 1e9),
+    },
+    Family {
+        units: &[
+            u("n*GCU", &["nanogcu"], 1e-9),
+            u("u*GCU", &["microgcu"], 1e-6),
+            u("m*GCU", &["milligcu"], 1e-3),
+            u("GCU", &["gcu"], 1.0),
+            u("k*GCU", &["kilogcu"], 1e3),
+            u("M*GCU", &["megagcu"], 1e6),
+            u("G*GCU", &["gigagcu"], 1e9),
+            u("T*GCU", &["teragcu"], 1e12),
+            u("P*GCU", &["petagcu"], 1e15),
+        ],
+        default: ("GCU", 1.0),
+    },
+];
+
+impl Family {
+    /// pprof's `sniffUnit`: lower case, one trailing `s` off when longer than two
+    /// bytes (so `seconds`, `hours`, `MBs` match; `μs`, three bytes, loses its `s`
+    /// and matches nothing, as in pprof), then an alias.
+    fn sniff(&self, unit: &str) -> Option<&MUnit> {
+        let lower = unit.to_lowercase();
+        let mut u = lower.as_str();
+        if u.len() > 2 {
+            u = u.strip_suffix('s').unwrap_or(u);
+        }
+        self.units.iter().find(|m| m.aliases.contains(&u))
+    }
+
+    /// pprof's `autoScale`: the largest unit the value is at least 1 of.
+    fn auto_scale(&self, v: f64) -> Option<(f64, &'static str)> {
+        let mut best: Option<&MUnit> = None;
+        for m in self.units {
+            if m.factor >= best.map_or(0.0, |b| b.factor) && v / m.factor >= 1.0 {
+                best = Some(m);
+            }
+        }
+        best.map(|m| (v / m.factor, m.name))
+    }
+
+    /// pprof's `convertUnit`; `None` when `from` is not of this family.
+    fn convert<'a>(&self, value: i64, from: &str, to: &'a str) -> Option<(f64, &'a str)> {
+        let f = self.sniff(from)?;
+        let v = value as f64 * f.factor;
+        let (name, factor) = self.default;
+        if to == "minimum" || to == "auto" {
+            return Some(self.auto_scale(v).unwrap_or((v / factor, name)));
+        }
+        Some(match self.sniff(to) {
+            Some(t) => (v / t.factor, t.name),
+            None => (v / factor, name),
+        })
+    }
+}
+
+/// pprof's `measurement.Scale`: `value` in unit `from` expressed in unit `to`, and
+/// the unit to print after it. `to` may be `"minimum"`/`"auto"` (the largest unit of
+/// the family the value is at least 1 of). Units pprof does not know keep their value
+/// and print `to` as the suffix, except the uninteresting `count`, `sample`, `unit`,
+/// `minimum`, `auto` (no suffix).
+pub fn scale<'a>(value: i64, from: &str, to: &'a str) -> (f64, &'a str) {
+    // As pprof: the magnitude scaled, the sign kept (i64::MIN stays as it is).
+    if value < 0 && value != i64::MIN {
+        let (v, u) = scale(-value, from, to);
+        return (-v, u);
+    }
+    for fam in &FAMILIES {
+        if let Some(r) = fam.convert(value, from, to) {
+            return r;
+        }
+    }
+    match to {
+        "count" | "sample" | "unit" | "minimum" | "auto" => (value as f64, ""),
+        _ => (value as f64, to),
+    }
+}
+
+/// pprof's `measurement.ScaledLabel`: [`scale`]d, `%.2f` without a trailing `.00`,
+/// then the unit; a value that rounds to zero is plain `0`. `to = "auto"` is pprof's
+/// `measurement.Label` (each value in its own best unit). Exact (Go's correctly
+/// rounded `%.2f`) with integer arithmetic only, so the viewer can call it.
+pub fn scaled_label(value: i64, from: &str, to: &str) -> String {
+    let (v, u) = scale(value, from, to);
+    let hundredths = round_hundredths(v.abs());
+    if hundredths == 0 {
+        return "0".into();
+    }
+    let sign = if v < 0.0 { "-" } else { "" };
+    let (int, frac) = (hundredths / 100, hundredths % 100);
+    if frac == 0 {
+        format!("{sign}{int}{u}")
+    } else {
+        format!("{sign}{int}.{frac:02}{u}")
+    }
+}
+
+/// `x × 100` rounded to the nearest integer, ties to even, computed exactly from the
+/// float's bits (what Go's `%.2f` prints, without float formatting code).
+fn round_hundredths(x: f64) -> u128 {
+    if !x.is_finite() || x <= 0.0 {
+        return 0;
+    }
+    let bits = x.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i32;
+    let frac = bits & ((1 << 52) - 1);
+    // x = m × 2^e exactly.
+    let (m, e) = if exp == 0 {
+        (frac, -1074)
+    } else {
+        (frac | 1 << 52, exp - 1075)
+    };
+    let m = u128::from(m) * 100;
+    if e >= 0 {
+        // |x| < 2^63·2^50 at most here (an i64 times a factor ≤ 2^50): fits u128.
+        return m.checked_shl(e as u32).unwrap_or(u128::MAX);
+    }
+    let sh = (-e) as u32;
+    if sh >= 128 {
+        return 0; // m < 2^60: far below one half.
+    }
+    let (q, r) = (m >> sh, m & ((1u128 << sh) - 1));
+    let half = 1u128 << (sh - 1);
+    if r > half || (r == half && q & 1 == 1) {
+        q + 1
+    } else {
+        q
+    }
+}
+
+/// pprof's `selectOutputUnit` (report.go): one output unit for a whole report, from
+/// the smallest non-zero node value (flat, or cum when flat is 0) and the total; when
+/// they differ in unit and the smallest is under 1 % of the total, the unit of 100×
+/// the smallest (values may then show as 0.01). Unknown units and counts: `unit`.
+pub fn output_unit<'a>(nodes: impl IntoIterator<Item = (i64, i64)>, total: i64, unit: &'a str) -> &'a str {
+    let mut min = 0i64;
+    for (flat, cum) in nodes {
+        let mut m = flat.wrapping_abs();
+        if m == 0 {
+            m = cum.wrapping_abs();
+        }
+        if m > 0 && (min == 0 || m < min) {
+            min = m;
+        }
+    }
+    if min == 0 {
+        min = total;
+    }
+    let (_, lo) = scale(min, unit, "minimum");
+    let (_, hi) = scale(total, unit, "minimum");
+    let mut out = lo;
+    if lo != hi && min.wrapping_mul(100) < total {
+        out = scale(min.wrapping_mul(100), unit, "minimum").1;
+    }
+    if out.is_empty() {
+        unit
+    } else {
+        out
+    }
+}
+
+/// pprof's `measurement.Percentage`: `  100%` within 0.05 of it, `%5.2f%%` from 1 %,
+/// else `%5.2g%%` (Go's `%g`: `0.12`, `2.3e-05`).
+pub fn percentage(v: i64, total: i64) -> String {
+    let r = if total != 0 {
+        (v as f64 / total as f64).abs() * 100.0
+    } else {
+        0.0
+    };
+    if (99.95..=100.05).contains(&r) {
+        "  100%".into()
+    } else if r >= 1.0 {
+        format!("{r:5.2}%")
+    } else {
+        format!("{:>5}%", go_g2(r))
+    }
+}
+
+/// Go's `%.2g`: two significant digits, exponent form below 1e-4.
+fn go_g2(x: f64) -> String {
+    if x == 0.0 {
+        return "0".into();
+    }
+    let e = format!("{x:.1e}"); // d.de±x
+    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..2).contains(&exp) {
+        let mant = mant.trim_end_matches('0').trim_end_matches('.');
+        return format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+    }
+    let decimals = (1 - exp).max(0) as usize;
+    let s = format!("{x:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        s
+    }
 }
