@@ -361,7 +361,7 @@ fn print_top(
             analysis::scaled_label(table.total, unit, "auto")
         );
     }
-    text.push_str(&report::top_text(&table, unit, n, signed));
+    text.push_str(&report::top_text(&table, unit, n));
     write_out(None, text.as_bytes(), false)
 }
 
@@ -467,7 +467,18 @@ fn warn(msg: &str) {
     eprintln!("heapsnap: {}", printable(msg));
 }
 
+/// A snapshot (symbolized) or profile, as pprof would show it (frames pruned).
 fn read_profile(path: &str, sym: &SymArgs, limits: &Limits) -> Result<Profile> {
+    let mut p = read_profile_as_is(path, sym, limits)?;
+    // As pprof reads a profile: its drop_frames/keep_frames applied.
+    if let Err(e) = p.remove_uninteresting_frames() {
+        warn(&format!("{path}: warning: {e}; no frames dropped (as go tool pprof)"));
+    }
+    Ok(p)
+}
+
+/// [`read_profile`] without pprof's frame pruning.
+fn read_profile_as_is(path: &str, sym: &SymArgs, limits: &Limits) -> Result<Profile> {
     match read_input(path, limits)? {
         (Input::Snapshot { snapshot, .. }, len) => {
             symbolized(&snapshot, len, sym, limits).with_context(|| path.to_owned())

@@ -61,9 +61,9 @@ pub fn error_line<'a>(
 }
 
 /// The `-top` body as pprof prints it: the "Showing nodes…" line, the column header and
-/// one row per function (`n` = at most that many rows; pprof's `-nodecount`). `signed`
-/// marks positive flat and cum values with `+` (diffs: what grew).
-pub fn top_text(t: &TopTable, unit: &str, n: Option<usize>, signed: bool) -> String {
+/// one row per function (`n` = at most that many rows; pprof's `-nodecount`). A diff's
+/// values are signed as pprof prints them (`-4096kB`, `37.69kB`).
+pub fn top_text(t: &TopTable, unit: &str, n: Option<usize>) -> String {
     let rows = match n {
         Some(n) => &t.rows[..n.min(t.rows.len())],
         None => &t.rows[..],
@@ -71,13 +71,6 @@ pub fn top_text(t: &TopTable, unit: &str, n: Option<usize>, signed: bool) -> Str
     // pprof picks the unit over the nodes it shows (after `-nodecount`).
     let out = output_unit(rows.iter().map(|r| (r.flat, r.cum)), t.total, unit);
     let f = |v: i64| scaled_label(v, unit, out);
-    let g = |v: i64| {
-        if signed && v > 0 {
-            format!("+{}", f(v))
-        } else {
-            f(v)
-        }
-    };
     let shown: i64 = rows.iter().map(|r| r.flat).sum();
     let mut s = format!(
         "Showing nodes accounting for {}, {} of {} total\n",
@@ -106,10 +99,10 @@ pub fn top_text(t: &TopTable, unit: &str, n: Option<usize>, signed: bool) -> Str
         };
         s.push_str(&format!(
             "{:>10} {} {} {:>10} {}  {}{}\n",
-            g(r.flat),
+            f(r.flat),
             percentage(r.flat, t.total),
             percentage(sum, t.total),
-            g(r.cum),
+            f(r.cum),
             percentage(r.cum, t.total),
             printable(&r.name),
             inl

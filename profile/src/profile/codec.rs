@@ -35,9 +35,51 @@ pub fn decode_with_limit(bytes: &[u8], max_inflated: usize) -> Result<Profile, P
 /// refused before anything is built from it (see [`crate::limits`]).
 pub fn decode_limited(bytes: &[u8], limits: &Limits) -> Result<Profile, ProfileError> {
     let raw = scanned(bytes, limits)?;
-    let p = Profile::decode(raw.as_ref())?;
+    let p = Profile::decode(lossy_strings(&raw).as_ref())?;
     p.check_valid()?;
     Ok(p)
+}
+
+/// `raw` (whole top-level fields, already scanned) with every string-table entry that
+/// is not UTF-8 decoded lossily, each invalid sequence one U+FFFD (Rust's and the
+/// Unicode standard's maximal-subpart rule), as Go's strings show on a terminal: pprof
+/// takes string bytes as they are, so such a file is read, not refused. Borrowed when
+/// every string is UTF-8 (prost then decodes the bytes as they are). A string grows by
+/// at most 2 bytes per invalid byte, so the result stays within 3× of what the scan
+/// admitted.
+pub(crate) fn lossy_strings(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    use std::borrow::Cow;
+    const STRING_TABLE: u64 = 6;
+    let bad = |tag, wire, body: &[u8]| {
+        tag == STRING_TABLE && wire == 2 && std::str::from_utf8(body).is_err()
+    };
+    let mut pos = 0;
+    let mut first_bad = None;
+    while let Some((tag, wire, whole, body)) = pprof_scan::field(raw, &mut pos) {
+        if bad(tag, wire, body) {
+            first_bad = Some(pos - whole.len());
+            break;
+        }
+    }
+    let Some(start) = first_bad else {
+        return Cow::Borrowed(raw);
+    };
+    let mut out = Vec::with_capacity(raw.len() + raw.len() / 8);
+    out.extend_from_slice(&raw[..start]);
+    let mut pos = start;
+    while let Some((tag, wire, whole, body)) = pprof_scan::field(raw, &mut pos) {
+        if bad(tag, wire, body) {
+            let s = String::from_utf8_lossy(body);
+            prost::encoding::encode_key(STRING_TABLE as u32, prost::encoding::WireType::LengthDelimited, &mut out);
+            prost::encoding::encode_varint(s.len() as u64, &mut out);
+            out.extend_from_slice(s.as_bytes());
+        } else {
+            out.extend_from_slice(whole);
+        }
+    }
+    // A scanned buffer is whole fields; anything left (never, after the scan) is kept.
+    out.extend_from_slice(&raw[pos..]);
+    Cow::Owned(out)
 }
 
 /// The raw protobuf of `bytes` (inflated when gzipped), scanned within `limits`

@@ -8,13 +8,14 @@ mod error;
 mod ids;
 mod merge;
 pub mod proto;
+mod prune;
 mod scan;
 mod validate;
 
 pub use builder::{Builder, MappingFlags};
 #[cfg(feature = "gzip")]
 pub use codec::encode;
-pub(crate) use codec::scanned;
+pub(crate) use codec::{lossy_strings, scanned};
 pub use codec::{
     decode, decode_limited, decode_with_limit, inflate, is_gzip, DEFAULT_MAX_INFLATED,
 };
@@ -22,6 +23,7 @@ pub use error::{Invalid, ProfileError};
 pub(crate) use ids::{IdIndex, IdProblem};
 pub use merge::{diff, merge, DIFF_BASE_LABEL};
 pub use proto::*;
+pub use prune::FrameMatch;
 pub(crate) use scan::Scan;
 
 /// Prefix of the comment in which a heapsnap conversion carries the snapshot's exact
