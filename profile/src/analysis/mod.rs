@@ -23,7 +23,7 @@ pub use index::{Analysed, Filter, FilterError, Frame, Index, Pattern, ValueOverf
 pub use source::{SourceLine, SourceTable};
 pub use top::{top, Inline, TopRow, TopTable};
 pub use units::{
-    format_percent, format_value, output_unit, percentage, scale, scaled_label, Unit,
+    format_percent, format_value, output_unit, percentage, scale, scaled_label,
 };
 
 pub(crate) use crate::order::{permute, sorted_order};

@@ -375,13 +375,16 @@ fn compact_decoder_is_independent_of_how_the_input_is_cut() {
 
 #[test]
 fn units_are_human() {
-    assert_eq!(format_value(512, "bytes"), "512 B");
-    assert_eq!(format_value(1536, "bytes"), "1.50 KiB");
-    assert_eq!(format_value(-3 * 1024 * 1024, "bytes"), "-3.00 MiB");
-    assert_eq!(format_value(150 << 30, "bytes"), "150 GiB");
+    // pprof's Label: each value in its own best unit.
+    assert_eq!(format_value(512, "bytes"), "512B");
+    assert_eq!(format_value(1536, "bytes"), "1.50kB");
+    assert_eq!(format_value(-3 * 1024 * 1024, "bytes"), "-3MB");
+    assert_eq!(format_value(150 << 30, "bytes"), "150GB");
     assert_eq!(format_value(12345, "count"), "12345");
-    assert_eq!(format_value(1_234_567, "count"), "1.23M");
-    assert_eq!(format_value(2_500_000, "nanoseconds"), "2.50 ms");
+    assert_eq!(format_value(2_500_000, "nanoseconds"), "2.50ms");
+    assert_eq!(format_value(1_280_000, "microseconds"), "1.28s");
+    assert_eq!(format_value(7, "widgets"), "7widgets");
+    assert_eq!(format_value(3, "\u{212A}B"), "3kB"); // KELVIN SIGN lowers to k in Go
     assert_eq!(format_percent(99.96), "100%");
     assert_eq!(format_percent(12.345), "12.35%");
     assert_eq!(format_percent(0.65), "0.65%");
@@ -409,6 +412,7 @@ fn pprof_measurement() {
     assert_eq!(scaled_label(1500, "milligcu", "auto"), "1.50GCU");
     // "μs" is three bytes: pprof trims its "s" and knows it not.
     assert_eq!(scaled_label(12, "μs", "μs"), "12μs");
+    assert_eq!(scaled_label(12, "\u{39C}ss", "auto"), "12us"); // lowers to "μs"+s
     assert_eq!(scaled_label(12, "widgets", "widgets"), "12widgets");
     assert_eq!(scaled_label(12, "count", "count"), "12");
     assert_eq!(scaled_label(12, "", ""), "12");

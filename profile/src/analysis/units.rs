@@ -1,122 +1,56 @@
 //! Units for values: pprof's `measurement` package as `go tool pprof` 1.19 ships it
 //! (`scale`, `scaled_label`, `output_unit`, `percentage`: what `heapsnap top` prints,
-//! line for line with `go tool pprof -top`), and the viewer's short human forms
-//! (`format_value`, `format_percent`).
+//! line for line with `go tool pprof -top`); the viewer labels values with the same
+//! scaling (`format_value`) and has its own short percentages (`format_percent`).
 
-/// The kind of a sample type's unit, from its pprof unit string.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unit {
-    /// "bytes" (heap profiles).
-    Bytes,
-    /// "nanoseconds" (CPU, delay profiles).
-    Nanoseconds,
-    /// "count" and anything else: plain numbers.
-    Count,
-}
-
-impl Unit {
-    /// Classifies a pprof unit string.
-    pub fn of(unit: &str) -> Self {
-        match unit {
-            "bytes" | "byte" | "B" => Unit::Bytes,
-            "nanoseconds" | "ns" => Unit::Nanoseconds,
-            _ => Unit::Count,
-        }
-    }
-}
-
-/// Formats `v` in `unit` for people: `1.50 MiB`, `312 B`, `4.20 ms`, `12.3k`.
+/// A value for people as `go tool pprof -top` would print it alone ([`output_unit`]
+/// of the value, then [`scaled_label`]: `1.50MB`, `312B`, `4.20ms`, `1.28s`, `12345`,
+/// `7widgets`): the viewer's one value format (top, flame tooltips, source, status),
+/// the same scaling `heapsnap top` prints with.
 pub fn format_value(v: i64, unit: &str) -> String {
-    let sign = if v < 0 { "-" } else { "" };
-    let a = v.unsigned_abs() as f64;
-    let (scaled, suffix) = match Unit::of(unit) {
-        Unit::Bytes => {
-            const S: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-            let mut x = a;
-            let mut i = 0;
-            while x >= 1024.0 && i + 1 < S.len() {
-                x /= 1024.0;
-                i += 1;
-            }
-            if i == 0 {
-                return format!("{sign}{} B", v.unsigned_abs());
-            }
-            (x, S[i])
-        }
-        Unit::Nanoseconds => {
-            const S: [(f64, &str); 4] = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")];
-            let (d, s) = S
-                .iter()
-                .copied()
-                .find(|&(d, _)| a >= d)
-                .unwrap_or((1.0, "ns"));
-            (a / d, s)
-        }
-        Unit::Count => {
-            if a < 1e5 {
-                return format!("{v}");
-            }
-            let (d, s) = if a >= 1e9 {
-                (1e9, "G")
-            } else if a >= 1e6 {
-                (1e6, "M")
-            } else {
-                (1e3, "k")
-            };
-            return format!("{sign}{}{s}", three_digits(a / d));
-        }
-    };
-    format!("{sign}{} {suffix}", three_digits(scaled))
+    scaled_label(v, unit, output_unit(None, v.wrapping_abs(), unit))
 }
 
-/// Three significant digits: 1.23, 12.3, 123. Integer arithmetic only (size: see the
-/// crate docs).
-fn three_digits(x: f64) -> String {
-    if x >= 99.95 {
-        format!("{}", x.round() as u64)
-    } else if x >= 9.995 {
-        fixed(x, 1)
-    } else {
-        fixed(x, 2)
-    }
-}
-
-/// `x` with `decimals` (1 or 2) digits after the point, rounded half up.
-fn fixed(x: f64, decimals: u32) -> String {
-    let scale = 10u64.pow(decimals);
-    let n = (x.abs() * scale as f64).round() as u64;
-    let sign = if x < 0.0 && n != 0 { "-" } else { "" };
-    format!(
-        "{sign}{}.{:0width$}",
-        n / scale,
-        n % scale,
-        width = decimals as usize
-    )
-}
-
-/// A percentage as pprof prints it: `100%` within rounding of it, two decimals from
-/// 1% up, two significant digits below (`0.0026%`), `0%` for zero.
+/// A percentage for the viewer: `100%` within rounding of it, two decimals from 1 %
+/// up, two significant digits below (`0.0026%`, `0.5%`), `0%` for zero.
 pub fn format_percent(p: f64) -> String {
     let a = p.abs();
-    let sign = if p < 0.0 { "-" } else { "" };
+    let mut s = String::from(if p < 0.0 { "-" } else { "" });
     if (99.95..=100.05).contains(&a) {
-        return format!("{sign}100%");
-    }
-    if a >= 1.0 {
-        return format!("{}%", fixed(p, 2));
-    }
-    if a == 0.0 || !a.is_finite() {
+        s.push_str("100");
+    } else if a >= 1.0 {
+        push_hundredths(&mut s, round_hundredths(a), false);
+    } else if a == 0.0 || !a.is_finite() {
         return "0%".into();
+    } else {
+        // Two significant digits: x in [9.95, 99.5) at 10^-k.
+        let (mut x, mut k) = (a * 100.0, 2);
+        while x < 9.95 && k < 18 {
+            x *= 10.0;
+            k += 1;
+        }
+        s.push_str("0.");
+        for _ in 2..k {
+            s.push('0');
+        }
+        let d = (x.round() as u64).min(99);
+        // As %g: 0.5, not 0.50.
+        s.push_str(&if d % 10 == 0 { d / 10 } else { d }.to_string());
     }
-    // Scale to two significant digits: x in [10, 100) at 10^-k.
-    let (mut x, mut k) = (a * 100.0, 2usize);
-    while x < 9.95 && k < 18 {
-        x *= 10.0;
-        k += 1;
+    s.push('%');
+    s
+}
+
+/// Appends `h` hundredths as `int.ff` (`int` alone for `.00` when `trim`).
+fn push_hundredths(s: &mut String, h: u128, trim: bool) {
+    // u64 from here (u128 division and printing are kilobytes of wasm): exact up to
+    // 1.8e17, far beyond any i64 shown in its own best unit.
+    let h = u64::try_from(h).unwrap_or(u64::MAX);
+    s.push_str(&(h / 100).to_string());
+    let f = (h % 100) as u8;
+    if !(trim && f == 0) {
+        s.extend(['.', char::from(b'0' + f / 10), char::from(b'0' + f % 10)]);
     }
-    let digits = (x.round() as u64).min(99).to_string();
-    let digits = digits.trim_end_matches('0'); // as %g: 0.5, not 0.50
-    format!("{sign}0.{}{digits}%", "0".repeat(k - 2))
 }
 
 /// One unit of a pprof unit family: canonical name, lower-case aliases (matched after
@@ -185,12 +119,22 @@ impl Family {
     /// bytes (so `seconds`, `hours`, `MBs` match; `μs`, three bytes, loses its `s`
     /// and matches nothing, as in pprof), then an alias.
     fn sniff(&self, unit: &str) -> Option<&MUnit> {
-        let lower = unit.to_lowercase();
-        let mut u = lower.as_str();
-        if u.len() > 2 {
-            u = u.strip_suffix('s').unwrap_or(u);
+        // Go lowers with Unicode `ToLower`, and measures the lowered bytes. Only
+        // letters that lower into an alias matter: ASCII, the KELVIN SIGN (3 bytes,
+        // lowers to `k`) and capital mu (to the `μ` of `μs`); any other letter matches
+        // no alias either way. Compared in place: no Unicode tables in the viewer.
+        let kelvins = unit.matches('\u{212A}').count();
+        let mut u = unit;
+        if unit.len() - 2 * kelvins > 2 {
+            u = u.strip_suffix(['s', 'S']).unwrap_or(u);
         }
-        self.units.iter().find(|m| m.aliases.contains(&u))
+        let lower = |c: char| match c {
+            '\u{212A}' => 'k',
+            '\u{39C}' => '\u{3BC}',
+            c => c.to_ascii_lowercase(),
+        };
+        let is = |alias: &str| u.chars().map(lower).eq(alias.chars());
+        self.units.iter().find(|m| m.aliases.iter().any(|a| is(a)))
     }
 
     /// pprof's `autoScale`: the largest unit the value is at least 1 of.
@@ -251,13 +195,10 @@ pub fn scaled_label(value: i64, from: &str, to: &str) -> String {
     if hundredths == 0 {
         return "0".into();
     }
-    let sign = if v < 0.0 { "-" } else { "" };
-    let (int, frac) = (hundredths / 100, hundredths % 100);
-    if frac == 0 {
-        format!("{sign}{int}{u}")
-    } else {
-        format!("{sign}{int}.{frac:02}{u}")
-    }
+    let mut s = String::from(if v < 0.0 { "-" } else { "" });
+    push_hundredths(&mut s, hundredths, true);
+    s.push_str(u);
+    s
 }
 
 /// `x × 100` rounded to the nearest integer, ties to even, computed exactly from the

@@ -48,38 +48,34 @@ pub fn decode_limited(bytes: &[u8], limits: &Limits) -> Result<Profile, ProfileE
 /// at most 2 bytes per invalid byte, so the result stays within 3× of what the scan
 /// admitted.
 pub(crate) fn lossy_strings(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
-    use std::borrow::Cow;
     const STRING_TABLE: u64 = 6;
-    let bad = |tag, wire, body: &[u8]| {
-        tag == STRING_TABLE && wire == 2 && std::str::from_utf8(body).is_err()
-    };
+    // Built only from the first string that needs it: everything before, verbatim.
+    let mut out: Option<Vec<u8>> = None;
     let mut pos = 0;
-    let mut first_bad = None;
     while let Some((tag, wire, whole, body)) = pprof_scan::field(raw, &mut pos) {
-        if bad(tag, wire, body) {
-            first_bad = Some(pos - whole.len());
-            break;
-        }
-    }
-    let Some(start) = first_bad else {
-        return Cow::Borrowed(raw);
-    };
-    let mut out = Vec::with_capacity(raw.len() + raw.len() / 8);
-    out.extend_from_slice(&raw[..start]);
-    let mut pos = start;
-    while let Some((tag, wire, whole, body)) = pprof_scan::field(raw, &mut pos) {
-        if bad(tag, wire, body) {
+        if tag == STRING_TABLE && wire == 2 && std::str::from_utf8(body).is_err() {
+            let o = out.get_or_insert_with(|| raw[..pos - whole.len()].to_vec());
             let s = String::from_utf8_lossy(body);
-            prost::encoding::encode_key(STRING_TABLE as u32, prost::encoding::WireType::LengthDelimited, &mut out);
-            prost::encoding::encode_varint(s.len() as u64, &mut out);
-            out.extend_from_slice(s.as_bytes());
-        } else {
-            out.extend_from_slice(whole);
+            o.push((STRING_TABLE << 3 | 2) as u8);
+            let mut n = s.len() as u64;
+            while n >= 0x80 {
+                o.push(n as u8 | 0x80);
+                n >>= 7;
+            }
+            o.push(n as u8);
+            o.extend_from_slice(s.as_bytes());
+        } else if let Some(o) = &mut out {
+            o.extend_from_slice(whole);
         }
     }
-    // A scanned buffer is whole fields; anything left (never, after the scan) is kept.
-    out.extend_from_slice(&raw[pos..]);
-    Cow::Owned(out)
+    match out {
+        // A scanned buffer is whole fields; anything left (never, after the scan) kept.
+        Some(mut o) => {
+            o.extend_from_slice(&raw[pos..]);
+            std::borrow::Cow::Owned(o)
+        }
+        None => std::borrow::Cow::Borrowed(raw),
+    }
 }
 
 /// The raw protobuf of `bytes` (inflated when gzipped), scanned within `limits`

@@ -23,7 +23,6 @@ pub use error::{Invalid, ProfileError};
 pub(crate) use ids::{IdIndex, IdProblem};
 pub use merge::{diff, merge, DIFF_BASE_LABEL};
 pub use proto::*;
-pub use prune::FrameMatch;
 pub(crate) use scan::Scan;
 
 /// Prefix of the comment in which a heapsnap conversion carries the snapshot's exact

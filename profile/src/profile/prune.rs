@@ -2,32 +2,32 @@
 //! uninteresting (allocator internals, `malloc`, `operator new`) are cut from every
 //! stack before anything is shown, as `go tool pprof` does on reading.
 
-use super::Profile;
-use std::collections::HashMap;
-
-/// A compiled frame pattern: does this (simplified) function name match in full?
-pub type FrameMatch<'a> = &'a dyn Fn(&str) -> bool;
+use super::{IdIndex, Profile};
+use crate::analysis::Pattern;
 
 impl Profile {
     /// pprof's `RemoveUninteresting`: when the profile names `drop_frames`, compiles
-    /// `^(drop_frames)$` (and `keep_frames` likewise) with `compile` and prunes
-    /// ([`Profile::prune`]). A pattern that does not compile prunes nothing, as in
-    /// pprof (which ignores the error); the error is returned for a warning.
-    pub fn remove_uninteresting<M: Fn(&str) -> bool>(
+    /// `^(drop_frames)$` (and `keep_frames` likewise) with `compile` (regex-lite in the
+    /// CLI, the browser's `RegExp` in the viewer) and prunes ([`Profile::prune`]). A
+    /// pattern that does not compile prunes nothing, as in pprof (which ignores the
+    /// error); the error is returned for a warning.
+    pub fn remove_uninteresting(
         &mut self,
-        compile: &dyn Fn(&str) -> Result<M, String>,
+        compile: &dyn Fn(&str) -> Result<Pattern, String>,
     ) -> Result<(), String> {
         let (drop, keep) = (self.str(self.drop_frames), self.str(self.keep_frames));
         if drop.is_empty() {
             return Ok(());
         }
-        let what = |name, re: &str, e| format!("{name} {re:?} is not a valid regex: {e}");
-        let d = compile(&format!("^({drop})$")).map_err(|e| what("drop_frames", drop, e))?;
+        let full = |name: &str, re: &str| {
+            compile(&format!("^({re})$")).map_err(|e| format!("{name} {re}: {e}"))
+        };
+        let d = full("drop_frames", drop)?;
         let k = match keep {
             "" => None,
-            k => Some(compile(&format!("^({k})$")).map_err(|e| what("keep_frames", k, e))?),
+            k => Some(full("keep_frames", k)?),
         };
-        self.prune(&d, k.as_ref().map(|k| k as FrameMatch<'_>));
+        self.prune(&d, k.as_ref());
         Ok(())
     }
 
@@ -35,9 +35,8 @@ impl Profile {
     #[cfg(feature = "regex")]
     pub fn remove_uninteresting_frames(&mut self) -> Result<(), String> {
         self.remove_uninteresting(&|re: &str| {
-            regex_lite::Regex::new(re)
-                .map(|r| move |s: &str| r.is_match(s))
-                .map_err(|e| e.to_string())
+            let r = regex_lite::Regex::new(re).map_err(|e| e.to_string())?;
+            Ok(Pattern::new(move |s| r.is_match(s)))
         })
     }
 
@@ -46,50 +45,42 @@ impl Profile {
     /// inlined below it are removed; then each sample's stack loses everything from
     /// the first such location on its root side, except that frames above the first
     /// uninteresting one (no user frame yet, counting from the root) are never pruned.
-    pub fn prune(&mut self, drop: FrameMatch<'_>, keep: Option<FrameMatch<'_>>) {
-        let names: HashMap<u64, &str> = self
-            .function
-            .iter()
-            .map(|f| (f.id, self.str(f.name)))
-            .collect();
-        // Location id → pruned whole (else: beneath it); (location, lines cut).
-        let mut marks: HashMap<u64, bool> = HashMap::new();
-        let mut cut: Vec<(usize, usize)> = Vec::new();
-        for (li, loc) in self.location.iter().enumerate() {
-            let found = loc.line.iter().enumerate().rev().find(|(_, l)| {
-                let name = names.get(&l.function_id).copied().unwrap_or("");
-                if name.is_empty() {
-                    return false;
-                }
+    pub fn prune(&mut self, drop: &Pattern, keep: Option<&Pattern>) {
+        let fids: Vec<u64> = self.function.iter().map(|f| f.id).collect();
+        let funcs = IdIndex::lenient(&fids);
+        // Per location: 0 kept, 1 pruned beneath (lines cut), 2 pruned whole.
+        let mut mark = vec![0u8; self.location.len()];
+        for (li, m) in mark.iter_mut().enumerate() {
+            let found = self.location[li].line.iter().rposition(|l| {
+                let name = funcs
+                    .get(l.function_id)
+                    .map_or("", |i| self.str(self.function[i as usize].name));
                 let f = simplify_func(name);
-                drop(f) && !keep.is_some_and(|k| k(f))
+                !name.is_empty() && drop.is_match(f) && !keep.is_some_and(|k| k.is_match(f))
             });
-            if let Some((i, _)) = found {
-                let whole = i == loc.line.len() - 1;
-                marks.insert(loc.id, whole);
-                if !whole {
-                    cut.push((li, i + 1));
+            if let Some(i) = found {
+                let lines = &mut self.location[li].line;
+                *m = if i + 1 == lines.len() { 2 } else { 1 };
+                if *m == 1 {
+                    lines.drain(..=i);
                 }
             }
         }
-        for (li, from) in cut {
-            self.location[li].line.drain(..from);
-        }
-        if marks.is_empty() {
+        if mark.iter().all(|&m| m == 0) {
             return;
         }
+        let lids: Vec<u64> = self.location.iter().map(|l| l.id).collect();
+        let locs = IdIndex::lenient(&lids);
         for s in &mut self.sample {
             let mut found_user = false;
             for i in (0..s.location_id.len()).rev() {
-                let Some(&whole) = marks.get(&s.location_id[i]) else {
+                let m = locs.get(s.location_id[i]).map_or(0, |k| mark[k as usize]);
+                if m == 0 {
                     found_user = true;
-                    continue;
-                };
-                if !found_user {
-                    continue;
+                } else if found_user {
+                    s.location_id.drain(..if m == 2 { i + 1 } else { i });
+                    break;
                 }
-                s.location_id.drain(..if whole { i + 1 } else { i });
-                break;
             }
         }
     }
