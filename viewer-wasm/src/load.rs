@@ -119,11 +119,8 @@ fn deliver(
     dispatch: &Callback<Action>,
 ) {
     match decoded {
-        Ok(mut p) => {
+        Ok(p) => {
             mark("decoded");
-            // As pprof reads a profile: its drop_frames/keep_frames applied (a pattern
-            // the browser cannot compile prunes nothing, as in pprof).
-            let _ = p.remove_uninteresting(&crate::regex::compile);
             dispatch.emit(Action::Loaded {
                 slot,
                 name,

@@ -8,7 +8,9 @@
 /// `7widgets`): the viewer's one value format (top, flame tooltips, source, status),
 /// the same scaling `heapsnap top` prints with.
 pub fn format_value(v: i64, unit: &str) -> String {
-    scaled_label(v, unit, output_unit(None, v.wrapping_abs(), unit))
+    // `output_unit` of one value (smallest = total): its own unit, else `unit`.
+    let (_, u) = scale(v.wrapping_abs(), unit, "minimum");
+    scaled_label(v, unit, if u.is_empty() { unit } else { u })
 }
 
 /// A percentage for the viewer: `100%` within rounding of it, two decimals from 1 %
@@ -42,10 +44,9 @@ pub fn format_percent(p: f64) -> String {
 }
 
 /// Appends `h` hundredths as `int.ff` (`int` alone for `.00` when `trim`).
-fn push_hundredths(s: &mut String, h: u128, trim: bool) {
-    // u64 from here (u128 division and printing are kilobytes of wasm): exact up to
-    // 1.8e17, far beyond any i64 shown in its own best unit.
-    let h = u64::try_from(h).unwrap_or(u64::MAX);
+/// In u64 (u128 arithmetic is kilobytes of wasm): exact up to 1.8e17 in the unit
+/// shown, far beyond any i64 shown in its own best unit; larger values saturate.
+fn push_hundredths(s: &mut String, h: u64, trim: bool) {
     s.push_str(&(h / 100).to_string());
     let f = (h % 100) as u8;
     if !(trim && f == 0) {
@@ -54,10 +55,11 @@ fn push_hundredths(s: &mut String, h: u128, trim: bool) {
 }
 
 /// One unit of a pprof unit family: canonical name, lower-case aliases (matched after
-/// pprof's `sniffUnit` simplification), factor to the family's base unit.
+/// pprof's `sniffUnit` simplification; `|` between them, a smaller table in the
+/// viewer), factor to the family's base unit.
 struct MUnit {
     name: &'static str,
-    aliases: &'static [&'static str],
+    aliases: &'static str,
     factor: f64,
 }
 
@@ -67,7 +69,7 @@ struct Family {
     default: (&'static str, f64),
 }
 
-const fn u(name: &'static str, aliases: &'static [&'static str], factor: f64) -> MUnit {
+const fn u(name: &'static str, aliases: &'static str, factor: f64) -> MUnit {
     MUnit {
         name,
         aliases,
@@ -79,36 +81,36 @@ const fn u(name: &'static str, aliases: &'static [&'static str], factor: f64) ->
 const FAMILIES: [Family; 3] = [
     Family {
         units: &[
-            u("B", &["b", "byte"], 1.0),
-            u("kB", &["kb", "kbyte", "kilobyte"], 1024.0),
-            u("MB", &["mb", "mbyte", "megabyte"], 1048576.0),
-            u("GB", &["gb", "gbyte", "gigabyte"], 1073741824.0),
-            u("TB", &["tb", "tbyte", "terabyte"], 1099511627776.0),
-            u("PB", &["pb", "pbyte", "petabyte"], 1125899906842624.0),
+            u("B", "b|byte", 1.0),
+            u("kB", "kb|kbyte|kilobyte", 1024.0),
+            u("MB", "mb|mbyte|megabyte", 1048576.0),
+            u("GB", "gb|gbyte|gigabyte", 1073741824.0),
+            u("TB", "tb|tbyte|terabyte", 1099511627776.0),
+            u("PB", "pb|pbyte|petabyte", 1125899906842624.0),
         ],
         default: ("B", 1.0),
     },
     Family {
         units: &[
-            u("ns", &["ns", "nanosecond"], 1.0),
-            u("us", &["μs", "us", "microsecond"], 1e3),
-            u("ms", &["ms", "millisecond"], 1e6),
-            u("s", &["s", "sec", "second"], 1e9),
-            u("hrs", &["hour", "hr"], 3.6e12),
+            u("ns", "ns|nanosecond", 1.0),
+            u("us", "μs|us|microsecond", 1e3),
+            u("ms", "ms|millisecond", 1e6),
+            u("s", "s|sec|second", 1e9),
+            u("hrs", "hour|hr", 3.6e12),
         ],
         default: ("s", 1e9),
     },
     Family {
         units: &[
-            u("n*GCU", &["nanogcu"], 1e-9),
-            u("u*GCU", &["microgcu"], 1e-6),
-            u("m*GCU", &["milligcu"], 1e-3),
-            u("GCU", &["gcu"], 1.0),
-            u("k*GCU", &["kilogcu"], 1e3),
-            u("M*GCU", &["megagcu"], 1e6),
-            u("G*GCU", &["gigagcu"], 1e9),
-            u("T*GCU", &["teragcu"], 1e12),
-            u("P*GCU", &["petagcu"], 1e15),
+            u("n*GCU", "nanogcu", 1e-9),
+            u("u*GCU", "microgcu", 1e-6),
+            u("m*GCU", "milligcu", 1e-3),
+            u("GCU", "gcu", 1.0),
+            u("k*GCU", "kilogcu", 1e3),
+            u("M*GCU", "megagcu", 1e6),
+            u("G*GCU", "gigagcu", 1e9),
+            u("T*GCU", "teragcu", 1e12),
+            u("P*GCU", "petagcu", 1e15),
         ],
         default: ("GCU", 1.0),
     },
@@ -122,19 +124,21 @@ impl Family {
         // Go lowers with Unicode `ToLower`, and measures the lowered bytes. Only
         // letters that lower into an alias matter: ASCII, the KELVIN SIGN (3 bytes,
         // lowers to `k`) and capital mu (to the `μ` of `μs`); any other letter matches
-        // no alias either way. Compared in place: no Unicode tables in the viewer.
-        let kelvins = unit.matches('\u{212A}').count();
-        let mut u = unit;
-        if unit.len() - 2 * kelvins > 2 {
-            u = u.strip_suffix(['s', 'S']).unwrap_or(u);
+        // no alias either way. No Unicode tables in the viewer.
+        let mut lower: String = unit
+            .chars()
+            .map(|c| match c {
+                '\u{212A}' => 'k',
+                '\u{39C}' => '\u{3BC}',
+                c => c.to_ascii_lowercase(),
+            })
+            .collect();
+        if lower.len() > 2 && lower.ends_with('s') {
+            lower.pop();
         }
-        let lower = |c: char| match c {
-            '\u{212A}' => 'k',
-            '\u{39C}' => '\u{3BC}',
-            c => c.to_ascii_lowercase(),
-        };
-        let is = |alias: &str| u.chars().map(lower).eq(alias.chars());
-        self.units.iter().find(|m| m.aliases.iter().any(|a| is(a)))
+        self.units
+            .iter()
+            .find(|m| m.aliases.split('|').any(|a| a == lower))
     }
 
     /// pprof's `autoScale`: the largest unit the value is at least 1 of.
@@ -203,30 +207,26 @@ pub fn scaled_label(value: i64, from: &str, to: &str) -> String {
 
 /// `x × 100` rounded to the nearest integer, ties to even, computed exactly from the
 /// float's bits (what Go's `%.2f` prints, without float formatting code).
-fn round_hundredths(x: f64) -> u128 {
-    if !x.is_finite() || x <= 0.0 {
+fn round_hundredths(x: f64) -> u64 {
+    // Below 0.005 (subnormals included) is 0; so is NaN. Infinity saturates below.
+    if !(x >= 0.005) {
         return 0;
     }
     let bits = x.to_bits();
-    let exp = ((bits >> 52) & 0x7ff) as i32;
-    let frac = bits & ((1 << 52) - 1);
-    // x = m × 2^e exactly.
-    let (m, e) = if exp == 0 {
-        (frac, -1074)
-    } else {
-        (frac | 1 << 52, exp - 1075)
-    };
-    let m = u128::from(m) * 100;
+    // x = m × 2^e exactly (a normal number); m × 100 < 2^60.
+    let (m, e) = ((bits & ((1 << 52) - 1)) | 1 << 52, (bits >> 52) as i32 - 1075);
+    let m = m * 100;
     if e >= 0 {
-        // |x| < 2^63·2^50 at most here (an i64 times a factor ≤ 2^50): fits u128.
-        return m.checked_shl(e as u32).unwrap_or(u128::MAX);
+        // Past u64 (x over 1.8e17): saturated, see `push_hundredths`.
+        return 1u64
+            .checked_shl(e as u32)
+            .and_then(|p| m.checked_mul(p))
+            .unwrap_or(u64::MAX);
     }
     let sh = (-e) as u32;
-    if sh >= 128 {
-        return 0; // m < 2^60: far below one half.
-    }
-    let (q, r) = (m >> sh, m & ((1u128 << sh) - 1));
-    let half = 1u128 << (sh - 1);
+    // x ≥ 0.005 makes e ≥ -60: the shifts below are in range.
+    let (q, r) = (m >> sh, m & ((1u64 << sh) - 1));
+    let half = 1u64 << (sh - 1);
     if r > half || (r == half && q & 1 == 1) {
         q + 1
     } else {

@@ -53,9 +53,14 @@ pub(crate) fn lossy_strings(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     let mut out: Option<Vec<u8>> = None;
     let mut pos = 0;
     while let Some((tag, wire, whole, body)) = pprof_scan::field(raw, &mut pos) {
-        if tag == STRING_TABLE && wire == 2 && std::str::from_utf8(body).is_err() {
+        // `from_utf8_lossy` borrows when the bytes are UTF-8: one out-of-line check
+        // (`from_utf8` would inline its validation here, in the viewer too).
+        let lossy = match (tag, wire) {
+            (STRING_TABLE, 2) => String::from_utf8_lossy(body),
+            _ => std::borrow::Cow::Borrowed(""),
+        };
+        if let std::borrow::Cow::Owned(s) = lossy {
             let o = out.get_or_insert_with(|| raw[..pos - whole.len()].to_vec());
-            let s = String::from_utf8_lossy(body);
             o.push((STRING_TABLE << 3 | 2) as u8);
             let mut n = s.len() as u64;
             while n >= 0x80 {

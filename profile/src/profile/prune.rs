@@ -62,7 +62,9 @@ impl Profile {
                 let lines = &mut self.location[li].line;
                 *m = if i + 1 == lines.len() { 2 } else { 1 };
                 if *m == 1 {
-                    lines.drain(..=i);
+                    // (`drain` would be one more generic Drain per type in the viewer.)
+                    lines.rotate_left(i + 1);
+                    lines.truncate(lines.len() - i - 1);
                 }
             }
         }
@@ -78,7 +80,9 @@ impl Profile {
                 if m == 0 {
                     found_user = true;
                 } else if found_user {
-                    s.location_id.drain(..if m == 2 { i + 1 } else { i });
+                    let k = if m == 2 { i + 1 } else { i };
+                    s.location_id.copy_within(k.., 0);
+                    s.location_id.truncate(s.location_id.len() - k);
                     break;
                 }
             }
