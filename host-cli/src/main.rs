@@ -472,7 +472,9 @@ fn read_profile(path: &str, sym: &SymArgs, limits: &Limits) -> Result<Profile> {
     let mut p = read_profile_as_is(path, sym, limits)?;
     // As pprof reads a profile: its drop_frames/keep_frames applied.
     if let Err(e) = p.remove_uninteresting_frames() {
-        warn(&format!("{path}: warning: {e}; no frames dropped (as go tool pprof)"));
+        warn(&format!(
+            "{path}: warning: {e}; no frames dropped (as go tool pprof)"
+        ));
     }
     Ok(p)
 }

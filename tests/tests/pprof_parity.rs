@@ -125,7 +125,10 @@ fn top_equals_pprof_top_for_every_file_and_sample_type() {
         ("frames.pb.gz", "built by the parity corpus"),
         ("utf8.pb.gz", "main.caf\u{fffd}"),
     ] {
-        assert!(has(file, needle), "pprof's output of {file} has no {needle:?}");
+        assert!(
+            has(file, needle),
+            "pprof's output of {file} has no {needle:?}"
+        );
     }
     // An empty sample type name: no Type line at all.
     let empty = compared
@@ -149,7 +152,13 @@ fn top_equals_pprof_top_for_every_file_and_sample_type() {
 
 #[test]
 fn default_sample_type_as_pprof() {
-    for f in ["units.pb.gz", "heap.pb.gz", "allocs.pb.gz", "cpu.pb.gz", "frames.pb.gz"] {
+    for f in [
+        "units.pb.gz",
+        "heap.pb.gz",
+        "allocs.pb.gz",
+        "cpu.pb.gz",
+        "frames.pb.gz",
+    ] {
         let f = file(f);
         let ours = run(Command::new(heapsnap()).arg("top").arg(f));
         let theirs = pprof(&["-top", "-nodefraction=0", "-symbolize=none"], f);
@@ -159,7 +168,10 @@ fn default_sample_type_as_pprof() {
 
 #[test]
 fn diff_equals_pprof_diff_base() {
-    for (base, new) in [("heap.pb.gz", "heap2.pb.gz"), ("units.pb.gz", "units2.pb.gz")] {
+    for (base, new) in [
+        ("heap.pb.gz", "heap2.pb.gz"),
+        ("units.pb.gz", "units2.pb.gz"),
+    ] {
         let (b, n) = (file(base), file(new));
         for i in 0..sample_type_count(b) {
             let ours = run(Command::new(heapsnap())
@@ -181,8 +193,9 @@ fn diff_equals_pprof_diff_base() {
 #[test]
 fn files_pprof_rejects_are_rejected_with_where() {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pprof_parity");
-    let raw = heapsnap_profile::profile::inflate(&std::fs::read(file("heap.pb.gz")).unwrap(), 1 << 26)
-        .unwrap();
+    let raw =
+        heapsnap_profile::profile::inflate(&std::fs::read(file("heap.pb.gz")).unwrap(), 1 << 26)
+            .unwrap();
     // Cut inside the last field: a length that runs past the end.
     let cut = d.join("truncated.pb");
     std::fs::write(&cut, &raw[..raw.len() - 3]).unwrap();
@@ -192,7 +205,11 @@ fn files_pprof_rejects_are_rejected_with_where() {
         .output()
         .unwrap();
     assert!(!theirs.status.success(), "pprof read a truncated profile");
-    let ours = Command::new(heapsnap()).arg("top").arg(&cut).output().unwrap();
+    let ours = Command::new(heapsnap())
+        .arg("top")
+        .arg(&cut)
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&ours.stderr);
     assert!(!ours.status.success(), "heapsnap read a truncated profile");
     assert!(

@@ -200,8 +200,7 @@ impl CompactDecoder {
             return false;
         };
         if tag != 2 || wire != 2 {
-            self.rest
-                .extend_from_slice(&profile::lossy_strings(whole));
+            self.rest.extend_from_slice(&profile::lossy_strings(whole));
             return true;
         }
         let Some((locs, max_str)) =

@@ -449,7 +449,11 @@ fn invalid_utf8_strings_are_decoded_lossily() {
     let full = profile::decode(&raw).unwrap();
     let compact = decode_compact(&raw).unwrap();
     for p in [&full, &compact] {
-        assert!(p.string_table.iter().any(|s| s == "fn_\u{fffd}\u{fffd}A"), "{:?}", p.string_table);
+        assert!(
+            p.string_table.iter().any(|s| s == "fn_\u{fffd}\u{fffd}A"),
+            "{:?}",
+            p.string_table
+        );
     }
 }
 

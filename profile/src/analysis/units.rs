@@ -209,12 +209,15 @@ pub fn scaled_label(value: i64, from: &str, to: &str) -> String {
 /// float's bits (what Go's `%.2f` prints, without float formatting code).
 fn round_hundredths(x: f64) -> u64 {
     // Below 0.005 (subnormals included) is 0; so is NaN. Infinity saturates below.
-    if !(x >= 0.005) {
+    if x.is_nan() || x < 0.005 {
         return 0;
     }
     let bits = x.to_bits();
     // x = m × 2^e exactly (a normal number); m × 100 < 2^60.
-    let (m, e) = ((bits & ((1 << 52) - 1)) | 1 << 52, (bits >> 52) as i32 - 1075);
+    let (m, e) = (
+        (bits & ((1 << 52) - 1)) | 1 << 52,
+        (bits >> 52) as i32 - 1075,
+    );
     let m = m * 100;
     if e >= 0 {
         // Past u64 (x over 1.8e17): saturated, see `push_hundredths`.
@@ -238,7 +241,7 @@ fn round_hundredths(x: f64) -> u64 {
 /// the smallest non-zero node value (flat, or cum when flat is 0) and the total; when
 /// they differ in unit and the smallest is under 1 % of the total, the unit of 100×
 /// the smallest (values may then show as 0.01). Unknown units and counts: `unit`.
-pub fn output_unit<'a>(nodes: impl IntoIterator<Item = (i64, i64)>, total: i64, unit: &'a str) -> &'a str {
+pub fn output_unit(nodes: impl IntoIterator<Item = (i64, i64)>, total: i64, unit: &str) -> &str {
     let mut min = 0i64;
     for (flat, cum) in nodes {
         let mut m = flat.wrapping_abs();

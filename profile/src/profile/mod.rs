@@ -15,10 +15,10 @@ mod validate;
 pub use builder::{Builder, MappingFlags};
 #[cfg(feature = "gzip")]
 pub use codec::encode;
-pub(crate) use codec::{lossy_strings, scanned};
 pub use codec::{
     decode, decode_limited, decode_with_limit, inflate, is_gzip, DEFAULT_MAX_INFLATED,
 };
+pub(crate) use codec::{lossy_strings, scanned};
 pub use error::{Invalid, ProfileError};
 pub(crate) use ids::{IdIndex, IdProblem};
 pub use merge::{diff, merge, DIFF_BASE_LABEL};
