@@ -21,6 +21,15 @@ fuzz_target!(|data: &[u8]| {
         let _ = analysis::top(&p, i, &Filter::none());
         let _ = heapsnap_profile::export::folded(&p, i);
     }
+    // pprof's drop_frames/keep_frames (regexes from the file): the pruned profile
+    // stays valid and analysable.
+    let mut q = p.clone();
+    if q.remove_uninteresting_frames().is_ok() {
+        q.check_valid().expect("a pruned valid profile is valid");
+        for i in 0..q.sample_type.len() {
+            let _ = analysis::top(&q, i, &Filter::none());
+        }
+    }
     if let Ok(d) = diff(&p, &p) {
         d.check_valid().expect("a diff of a valid profile is valid");
     }

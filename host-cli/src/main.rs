@@ -342,19 +342,28 @@ fn print_top(
         .map_err(anyhow::Error::msg)?;
     let table = analysis::top(p, i, &Filter::none())?;
     let (ty, unit) = p.sample_types().get(i).copied().unwrap_or(("", ""));
-    let mut text = format!("Type: {}\n", printable(ty));
-    if let (false, Some(h)) = (signed, p.heap_totals()) {
-        // Counted on the device, not estimated from samples: next to the sampled table.
-        text.push_str(&format!("Heap (exact): {h}\n"));
+    // pprof's header (`ProfileLabels`): the comments not starting with `#` (a heapsnap
+    // conversion's exact heap totals and warnings among them), then the type when it
+    // has a name. File, Build ID, Time and Duration are not printed.
+    let mut text = String::new();
+    for c in p.comments() {
+        if !c.starts_with('#') {
+            text.push_str(&printable(c));
+            text.push('\n');
+        }
+    }
+    if !ty.is_empty() {
+        text.push_str(&format!("Type: {}\n", printable(ty)));
     }
     if signed {
-        // pprof's -diff_base arithmetic, whose percentages are of the base's total.
-        text.push_str(&format!(
-            "Diff: new − base per stack; percentages are of the base's total ({}), as go tool pprof -diff_base shows them\n",
-            report::scaled_label(table.total, unit, report::auto_unit(table.total, unit))
-        ));
+        // pprof's -diff_base arithmetic, whose percentages are of the base's total. On
+        // stderr: stdout is the table pprof prints.
+        eprintln!(
+            "heapsnap: diff: new − base per stack; percentages are of the base's total ({}), as go tool pprof -diff_base shows them",
+            analysis::scaled_label(table.total, unit, "auto")
+        );
     }
-    text.push_str(&report::top_text(&table, unit, n, signed));
+    text.push_str(&report::top_text(&table, unit, n));
     write_out(None, text.as_bytes(), false)
 }
 
@@ -460,7 +469,20 @@ fn warn(msg: &str) {
     eprintln!("heapsnap: {}", printable(msg));
 }
 
+/// A snapshot (symbolized) or profile, as pprof would show it (frames pruned).
 fn read_profile(path: &str, sym: &SymArgs, limits: &Limits) -> Result<Profile> {
+    let mut p = read_profile_as_is(path, sym, limits)?;
+    // As pprof reads a profile: its drop_frames/keep_frames applied.
+    if let Err(e) = p.remove_uninteresting_frames() {
+        warn(&format!(
+            "{path}: warning: {e}; no frames dropped (as go tool pprof)"
+        ));
+    }
+    Ok(p)
+}
+
+/// [`read_profile`] without pprof's frame pruning.
+fn read_profile_as_is(path: &str, sym: &SymArgs, limits: &Limits) -> Result<Profile> {
     match read_input(path, limits)? {
         (Input::Snapshot { snapshot, .. }, len) => {
             symbolized(&snapshot, len, sym, limits).with_context(|| path.to_owned())

@@ -3,7 +3,7 @@
 //! `-top` table layout, so `heapsnap top` can be compared with pprof line by line.
 //! The numbers come from [`heapsnap_profile::analysis::top`]; this module only formats.
 
-use heapsnap_profile::analysis::{Inline, TopTable};
+use heapsnap_profile::analysis::{output_unit, percentage, scaled_label, Inline, TopTable};
 use std::borrow::Cow;
 
 /// Text from a file (names, types, units, comments, paths), made safe for a terminal:
@@ -66,134 +66,17 @@ pub fn error_line<'a>(
     line
 }
 
-/// pprof's memory units: canonical name and factor.
-const MEMORY: [(&str, f64); 6] = [
-    ("B", 1.0),
-    ("kB", 1024.0),
-    ("MB", 1048576.0),
-    ("GB", 1073741824.0),
-    ("TB", 1099511627776.0),
-    ("PB", 1125899906842624.0),
-];
-
-fn is_bytes(unit: &str) -> bool {
-    let u = unit.to_ascii_lowercase();
-    let u = u.strip_suffix('s').unwrap_or(&u);
-    matches!(u, "b" | "byte")
-}
-
-/// pprof's `measurement.Scale(v, unit, "minimum")`: the unit a value would be shown in
-/// on its own ("" for counts and unknown units).
-pub fn auto_unit(v: i64, unit: &str) -> &'static str {
-    if !is_bytes(unit) {
-        return "";
-    }
-    let a = v.unsigned_abs() as f64;
-    MEMORY
-        .iter()
-        .rev()
-        .find(|&&(_, f)| a / f >= 1.0)
-        .map_or("B", |&(n, _)| n)
-}
-
-/// pprof's `selectOutputUnit`: one unit for the whole report, from the smallest
-/// non-zero row value and the total (the smallest may drop to 0.01 of the unit).
-pub fn output_unit(rows: &[(i64, i64)], total: i64, unit: &str) -> &'static str {
-    let mut min = 0i64;
-    for &(flat, cum) in rows {
-        let m = if flat != 0 {
-            flat.wrapping_abs()
-        } else {
-            cum.wrapping_abs()
-        };
-        if m > 0 && (min == 0 || m < min) {
-            min = m;
-        }
-    }
-    let max = total;
-    if min == 0 {
-        min = max;
-    }
-    let (lo, hi) = (auto_unit(min, unit), auto_unit(max, unit));
-    if lo != hi && min.saturating_mul(100) < max {
-        auto_unit(min.saturating_mul(100), unit)
-    } else {
-        lo
-    }
-}
-
-/// pprof's `measurement.ScaledLabel(v, unit, out)`: `%.2f` without a trailing `.00`,
-/// then the unit; a zero is plain `0`.
-pub fn scaled_label(v: i64, unit: &str, out: &str) -> String {
-    let (x, u) = if is_bytes(unit) {
-        let f = MEMORY.iter().find(|(n, _)| *n == out).map_or(1.0, |m| m.1);
-        (v as f64 / f, if out.is_empty() { "B" } else { out })
-    } else {
-        (v as f64, "")
-    };
-    let s = format!("{x:.2}");
-    let s = s.strip_suffix(".00").unwrap_or(&s);
-    if s == "0" || s == "-0" {
-        return "0".into();
-    }
-    format!("{s}{u}")
-}
-
-/// pprof's `measurement.Percentage`: `  100%`, `%5.2f%%` from 1 %, else `%5.2g%%`.
-pub fn percentage(v: i64, total: i64) -> String {
-    let r = if total != 0 {
-        (v as f64 / total as f64).abs() * 100.0
-    } else {
-        0.0
-    };
-    if (99.95..=100.05).contains(&r) {
-        "  100%".into()
-    } else if r >= 1.0 {
-        format!("{r:5.2}%")
-    } else {
-        format!("{:>5}%", go_g2(r))
-    }
-}
-
-/// Go's `%.2g`: two significant digits, exponent form below 1e-4.
-fn go_g2(x: f64) -> String {
-    if x == 0.0 {
-        return "0".into();
-    }
-    let e = format!("{x:.1e}"); // d.de±x
-    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if !(-4..2).contains(&exp) {
-        let mant = mant.trim_end_matches('0').trim_end_matches('.');
-        return format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
-    }
-    let decimals = (1 - exp).max(0) as usize;
-    let s = format!("{x:.decimals$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        s
-    }
-}
-
 /// The `-top` body as pprof prints it: the "Showing nodes…" line, the column header and
-/// one row per function (`n` = at most that many rows; pprof's `-nodecount`). `signed`
-/// marks positive flat and cum values with `+` (diffs: what grew).
-pub fn top_text(t: &TopTable, unit: &str, n: Option<usize>, signed: bool) -> String {
+/// one row per function (`n` = at most that many rows; pprof's `-nodecount`). A diff's
+/// values are signed as pprof prints them (`-4096kB`, `37.69kB`).
+pub fn top_text(t: &TopTable, unit: &str, n: Option<usize>) -> String {
     let rows = match n {
         Some(n) => &t.rows[..n.min(t.rows.len())],
         None => &t.rows[..],
     };
-    let vals: Vec<(i64, i64)> = t.rows.iter().map(|r| (r.flat, r.cum)).collect();
-    let out = output_unit(&vals, t.total, unit);
+    // pprof picks the unit over the nodes it shows (after `-nodecount`).
+    let out = output_unit(rows.iter().map(|r| (r.flat, r.cum)), t.total, unit);
     let f = |v: i64| scaled_label(v, unit, out);
-    let g = |v: i64| {
-        if signed && v > 0 {
-            format!("+{}", f(v))
-        } else {
-            f(v)
-        }
-    };
     let shown: i64 = rows.iter().map(|r| r.flat).sum();
     let mut s = format!(
         "Showing nodes accounting for {}, {} of {} total\n",
@@ -222,10 +105,10 @@ pub fn top_text(t: &TopTable, unit: &str, n: Option<usize>, signed: bool) -> Str
         };
         s.push_str(&format!(
             "{:>10} {} {} {:>10} {}  {}{}\n",
-            g(r.flat),
+            f(r.flat),
             percentage(r.flat, t.total),
             percentage(sum, t.total),
-            g(r.cum),
+            f(r.cum),
             percentage(r.cum, t.total),
             printable(&r.name),
             inl
@@ -237,29 +120,6 @@ pub fn top_text(t: &TopTable, unit: &str, n: Option<usize>, signed: bool) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn pprof_units_and_percentages() {
-        assert_eq!(scaled_label(524308, "bytes", "kB"), "512.02kB");
-        assert_eq!(scaled_label(1024, "bytes", "kB"), "1kB");
-        assert_eq!(scaled_label(0, "bytes", "MB"), "0");
-        assert_eq!(scaled_label(-2048, "bytes", "kB"), "-2kB");
-        assert_eq!(scaled_label(12345, "count", ""), "12345");
-        assert_eq!(auto_unit(1023, "bytes"), "B");
-        assert_eq!(auto_unit(3 << 20, "bytes"), "MB");
-        // Smallest 1 kB, total 10 MB: min*100 < max, so 100 kB → still kB.
-        assert_eq!(output_unit(&[(1024, 1024)], 10 << 20, "bytes"), "kB");
-        assert_eq!(output_unit(&[(2 << 20, 2 << 20)], 10 << 20, "bytes"), "MB");
-        assert_eq!(percentage(1, 1), "  100%");
-        assert_eq!(percentage(1, 3), "33.33%");
-        assert_eq!(percentage(1, 200), "  0.5%");
-        assert_eq!(percentage(1, 813), " 0.12%");
-        assert_eq!(percentage(0, 813), "    0%");
-        assert_eq!(percentage(1, 10_000_000), "1e-05%");
-        assert_eq!(go_g2(0.0123), "0.012");
-        assert_eq!(go_g2(0.99), "0.99");
-        assert_eq!(go_g2(0.995), "0.99");
-    }
 
     #[test]
     fn control_characters_are_shown_not_sent() {

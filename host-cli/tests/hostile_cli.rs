@@ -136,10 +136,12 @@ fn names_types_and_comments_are_escaped_in_top() {
     assert_terminal_safe(&out);
     assert_terminal_safe(&err);
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines[0], "Type: inuse\\x1b[2Jspace");
+    // The comment (pprof prints comments above the type), escaped like the rest.
+    assert_eq!(lines[0], "warning: clipboard \\x1b]52;c;aGk=\\x07 set");
+    assert_eq!(lines[1], "Type: inuse\\x1b[2Jspace");
     // One table row per function: no name split a row.
-    assert_eq!(lines.len(), 3 + 6, "{out}");
-    for (row, name) in lines[3..]
+    assert_eq!(lines.len(), 4 + 6, "{out}");
+    for (row, name) in lines[4..]
         .iter()
         .zip(SHOWN.iter().chain(["ünïcode→kept"].iter()))
     {

@@ -102,6 +102,59 @@ pub fn go_heap_profile(dir: &Path) -> PathBuf {
     out
 }
 
+/// The parity corpus of `tests/go/profiles`, written into `dir`: every Go runtime
+/// profile at debug=0 (heap, heap2, allocs, cpu, block, mutex, goroutine, threadcreate)
+/// and the profiles it writes with pprof's own `profile` package (units, units2, frames,
+/// utf8; see its main.go). That package is the one `go tool pprof` reads with, vendored
+/// in GOROOT (`cmd/vendor/github.com/google/pprof/profile`): it is copied next to the
+/// program's source under `dir` and the program's module points at it, so the build
+/// needs no network. Returns the files, sorted.
+pub fn go_profile_corpus(dir: &Path) -> Vec<PathBuf> {
+    let goroot = run(go().args(["env", "GOROOT"])).trim().to_owned();
+    let vendored = Path::new(&goroot).join("src/cmd/vendor/github.com/google/pprof/profile");
+    let (src, pkg) = (dir.join("src/profiles"), dir.join("src/pprof/profile"));
+    for d in [&src, &pkg] {
+        std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+    }
+    let copy_dir = |from: &Path, to: &Path| {
+        let entries = std::fs::read_dir(from).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (pprof's profile package, vendored with golang-go)",
+                from.display()
+            )
+        });
+        for e in entries.map(Result::unwrap) {
+            let name = e.file_name();
+            if !name.to_string_lossy().ends_with("_test.go") && e.path().is_file() {
+                std::fs::copy(e.path(), to.join(&name))
+                    .unwrap_or_else(|err| panic!("{}: {err}", e.path().display()));
+            }
+        }
+    };
+    copy_dir(&vendored, &pkg);
+    std::fs::write(
+        dir.join("src/pprof/go.mod"),
+        "module github.com/google/pprof\n\ngo 1.19\n",
+    )
+    .unwrap();
+    copy_dir(&repo_root().join("tests/go/profiles"), &src);
+    let exe = dir.join("profiles");
+    run(go()
+        .current_dir(&src)
+        .args(["build", "-o"])
+        .arg(&exe)
+        .arg("."));
+    let out = dir.join("corpus");
+    std::fs::create_dir_all(&out).unwrap();
+    run(Command::new(&exe).arg(&out));
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+}
+
 /// Two heap profiles of one Go process written by Go's own runtime, before and after a
 /// change (`tests/go/heapdiff`: `main.leakLarge` and `main.buffers` release most of
 /// their memory, `main.leakSmall` and `main.nested` → `main.inner` keep more,

@@ -72,7 +72,7 @@ pub fn decode_compact_sized(
         // Anything else wrong: the full decoder and validation say what, and where.
         // (`raw` is already inflated and scanned.)
         Err(None) => {
-            let p = Profile::decode(raw.as_ref())?;
+            let p = Profile::decode(profile::lossy_strings(&raw).as_ref())?;
             p.check_valid()?;
             Ok(p)
         }
@@ -257,7 +257,7 @@ impl CompactDecoder {
             return false;
         };
         if tag != 2 || wire != 2 {
-            self.rest.extend_from_slice(whole);
+            self.rest.extend_from_slice(&profile::lossy_strings(whole));
             return true;
         }
         let Some((locs, max_str)) =

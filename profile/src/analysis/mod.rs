@@ -23,7 +23,7 @@ pub use flame::{FlameNode, FlameTree};
 pub use index::{Analysed, Filter, FilterError, Frame, Index, Pattern, ValueOverflow};
 pub use source::{SourceLine, SourceTable};
 pub use top::{top, Inline, TopRow, TopTable};
-pub use units::{format_percent, format_value, Unit};
+pub use units::{format_percent, format_value, output_unit, percentage, scale, scaled_label};
 
 pub(crate) use crate::order::{permute, sorted_order};
 

@@ -410,13 +410,16 @@ fn compact_decoder_refuses_a_field_past_the_inflated_cap_at_its_header() {
 
 #[test]
 fn units_are_human() {
-    assert_eq!(format_value(512, "bytes"), "512 B");
-    assert_eq!(format_value(1536, "bytes"), "1.50 KiB");
-    assert_eq!(format_value(-3 * 1024 * 1024, "bytes"), "-3.00 MiB");
-    assert_eq!(format_value(150 << 30, "bytes"), "150 GiB");
+    // pprof's Label: each value in its own best unit.
+    assert_eq!(format_value(512, "bytes"), "512B");
+    assert_eq!(format_value(1536, "bytes"), "1.50kB");
+    assert_eq!(format_value(-3 * 1024 * 1024, "bytes"), "-3MB");
+    assert_eq!(format_value(150 << 30, "bytes"), "150GB");
     assert_eq!(format_value(12345, "count"), "12345");
-    assert_eq!(format_value(1_234_567, "count"), "1.23M");
-    assert_eq!(format_value(2_500_000, "nanoseconds"), "2.50 ms");
+    assert_eq!(format_value(2_500_000, "nanoseconds"), "2.50ms");
+    assert_eq!(format_value(1_280_000, "microseconds"), "1.28s");
+    assert_eq!(format_value(7, "widgets"), "7widgets");
+    assert_eq!(format_value(3, "\u{212A}B"), "3kB"); // KELVIN SIGN lowers to k in Go
     assert_eq!(format_percent(99.96), "100%");
     assert_eq!(format_percent(12.345), "12.35%");
     assert_eq!(format_percent(0.65), "0.65%");
@@ -424,6 +427,69 @@ fn units_are_human() {
     assert_eq!(format_percent(0.095), "0.095%");
     assert_eq!(format_percent(-0.5), "-0.5%");
     assert_eq!(format_percent(0.0), "0%");
+}
+
+/// pprof's `measurement` (go 1.19's vendored copy), value by value: families by every
+/// spelling, `sniffUnit`'s trailing-s rule, the default unit when nothing fits, unknown
+/// units with their suffix, and Go's round-half-even `%.2f` on exact binary ties.
+#[test]
+fn pprof_measurement() {
+    assert_eq!(scaled_label(1_280_000_000, "nanoseconds", "auto"), "1.28s");
+    assert_eq!(scaled_label(1500, "microseconds", "ms"), "1.50ms");
+    assert_eq!(scaled_label(1500, "us", "auto"), "1.50ms");
+    assert_eq!(scaled_label(7200, "seconds", "auto"), "2hrs");
+    assert_eq!(scaled_label(0, "ns", "auto"), "0");
+    assert_eq!(scale(0, "ns", "minimum"), (0.0, "s")); // the time default
+    assert_eq!(scaled_label(3, "kilobytes", "auto"), "3kB");
+    assert_eq!(scaled_label(2048, "KB", "MB"), "2MB");
+    assert_eq!(scaled_label(5, "MBs", "auto"), "5MB");
+    assert_eq!(scaled_label(-2048, "bytes", "kB"), "-2kB");
+    assert_eq!(scaled_label(1500, "milligcu", "auto"), "1.50GCU");
+    // "μs" is three bytes: pprof trims its "s" and knows it not.
+    assert_eq!(scaled_label(12, "μs", "μs"), "12μs");
+    assert_eq!(scaled_label(12, "\u{39C}ss", "auto"), "12us"); // lowers to "μs"+s
+    assert_eq!(scaled_label(12, "widgets", "widgets"), "12widgets");
+    assert_eq!(scaled_label(12, "count", "count"), "12");
+    assert_eq!(scaled_label(12, "", ""), "12");
+    // 0.125 and 0.375 are exact in binary: ties, to even as Go's %.2f.
+    assert_eq!(scaled_label(128, "bytes", "kB"), "0.12kB");
+    assert_eq!(scaled_label(384, "bytes", "kB"), "0.38kB");
+    assert_eq!(scaled_label(1, "bytes", "MB"), "0");
+    assert_eq!(output_unit([(1024, 1024)], 10 << 20, "bytes"), "kB");
+    assert_eq!(output_unit([(2 << 20, 2 << 20)], 10 << 20, "bytes"), "MB");
+    assert_eq!(output_unit([(5, 5)], 10, "widgets"), "widgets");
+    assert_eq!(output_unit([(0, 0)], 0, "count"), "count");
+    assert_eq!(percentage(1, 1), "  100%");
+    assert_eq!(percentage(1, 3), "33.33%");
+    assert_eq!(percentage(1, 200), "  0.5%");
+    assert_eq!(percentage(1, 813), " 0.12%");
+    assert_eq!(percentage(0, 813), "    0%");
+    assert_eq!(percentage(1, 10_000_000), "1e-05%");
+    assert_eq!(percentage(3, 130_000), "0.0023%");
+}
+
+/// A string table with bytes that are not UTF-8 is read (pprof reads it), each bad
+/// sequence one U+FFFD, by the full and the streaming decoder alike.
+#[test]
+fn invalid_utf8_strings_are_decoded_lossily() {
+    let mut b = Builder::new();
+    b.sample_type("space", "bytes");
+    let f = b.function("fn_AAAA", "fn_AAAA", "a.c", 1);
+    let l = b.location(0, 0x10, vec![line(f, 1)], false);
+    b.sample(vec![l], vec![5], vec![]);
+    let mut raw = b.finish().encode_to_vec();
+    // Patch the name's bytes in place (same length): "fn_\xff\xe2\x82A".
+    let at = raw.windows(4).position(|w| w == b"AAAA").unwrap();
+    raw[at..at + 3].copy_from_slice(b"\xff\xe2\x82");
+    let full = profile::decode(&raw).unwrap();
+    let compact = decode_compact(&raw).unwrap();
+    for p in [&full, &compact] {
+        assert!(
+            p.string_table.iter().any(|s| s == "fn_\u{fffd}\u{fffd}A"),
+            "{:?}",
+            p.string_table
+        );
+    }
 }
 
 /// The hand-written sample reader of `decode_compact` must agree with prost and

@@ -4,7 +4,7 @@ use super::index::FxMap;
 use super::{Filter, Index, ValueOverflow};
 use crate::profile::Profile;
 
-/// pprof's default `-edgefraction`: edges below this share of the total are trimmed
+/// pprof's default `-edgefraction`: edges below this share of the flat sum are trimmed
 /// from the graph before `-top` labels inlined functions.
 const EDGE_FRACTION: f64 = 0.001;
 
@@ -122,7 +122,10 @@ impl Index<'_> {
                 flat[leaf as usize] = flat[leaf as usize].wrapping_add(v);
             }
         }
-        let edge_cutoff = ((total as f64 * EDGE_FRACTION) as i64).wrapping_abs();
+        // pprof's cutoff is of the graph's flat sum (signed: a diff's net change), not
+        // of the report total.
+        let flat_sum = flat.iter().fold(0i64, |a, &v| a.wrapping_add(v));
+        let edge_cutoff = ((flat_sum as f64 * EDGE_FRACTION) as i64).wrapping_abs();
         let mut inline_in: Vec<(bool, bool)> = called.iter().map(|&c| (false, c)).collect();
         for &(key, inl, weight) in &edge_data {
             if weight.wrapping_abs() < edge_cutoff {

@@ -35,9 +35,52 @@ pub fn decode_with_limit(bytes: &[u8], max_inflated: usize) -> Result<Profile, P
 /// refused before anything is built from it (see [`crate::limits`]).
 pub fn decode_limited(bytes: &[u8], limits: &Limits) -> Result<Profile, ProfileError> {
     let raw = scanned(bytes, limits)?;
-    let p = Profile::decode(raw.as_ref())?;
+    let p = Profile::decode(lossy_strings(&raw).as_ref())?;
     p.check_valid()?;
     Ok(p)
+}
+
+/// `raw` (whole top-level fields, already scanned) with every string-table entry that
+/// is not UTF-8 decoded lossily, each invalid sequence one U+FFFD (Rust's and the
+/// Unicode standard's maximal-subpart rule), as Go's strings show on a terminal: pprof
+/// takes string bytes as they are, so such a file is read, not refused. Borrowed when
+/// every string is UTF-8 (prost then decodes the bytes as they are). A string grows by
+/// at most 2 bytes per invalid byte, so the result stays within 3× of what the scan
+/// admitted.
+pub(crate) fn lossy_strings(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    const STRING_TABLE: u64 = 6;
+    // Built only from the first string that needs it: everything before, verbatim.
+    let mut out: Option<Vec<u8>> = None;
+    let mut pos = 0;
+    while let Some((tag, wire, whole, body)) = pprof_scan::field(raw, &mut pos) {
+        // `from_utf8_lossy` borrows when the bytes are UTF-8: one out-of-line check
+        // (`from_utf8` would inline its validation here, in the viewer too).
+        let lossy = match (tag, wire) {
+            (STRING_TABLE, 2) => String::from_utf8_lossy(body),
+            _ => std::borrow::Cow::Borrowed(""),
+        };
+        if let std::borrow::Cow::Owned(s) = lossy {
+            let o = out.get_or_insert_with(|| raw[..pos - whole.len()].to_vec());
+            o.push((STRING_TABLE << 3 | 2) as u8);
+            let mut n = s.len() as u64;
+            while n >= 0x80 {
+                o.push(n as u8 | 0x80);
+                n >>= 7;
+            }
+            o.push(n as u8);
+            o.extend_from_slice(s.as_bytes());
+        } else if let Some(o) = &mut out {
+            o.extend_from_slice(whole);
+        }
+    }
+    match out {
+        // A scanned buffer is whole fields; anything left (never, after the scan) kept.
+        Some(mut o) => {
+            o.extend_from_slice(&raw[pos..]);
+            std::borrow::Cow::Owned(o)
+        }
+        None => std::borrow::Cow::Borrowed(raw),
+    }
 }
 
 /// The raw protobuf of `bytes` (inflated when gzipped), scanned within `limits`

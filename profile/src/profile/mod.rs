@@ -8,12 +8,14 @@ mod error;
 mod ids;
 mod merge;
 pub mod proto;
+mod prune;
 mod scan;
 mod validate;
 
 pub use builder::{Builder, MappingFlags};
 #[cfg(feature = "gzip")]
 pub use codec::encode;
+pub(crate) use codec::lossy_strings;
 pub(crate) use codec::scanned_as;
 pub use codec::{
     decode, decode_limited, decode_with_limit, inflate, is_gzip, DEFAULT_MAX_INFLATED,

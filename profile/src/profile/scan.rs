@@ -391,9 +391,8 @@ fn value(
             packed(cx, body, at, path)?
         }
         (Str, 2) => {
-            let body = bytes(cx, pos, path)?;
-            std::str::from_utf8(body)
-                .map_err(|_| cx.wire(at, path, &"string is not valid UTF-8"))?;
+            // Not UTF-8 is read lossily (`codec::lossy_strings`), as pprof reads it.
+            bytes(cx, pos, path)?;
             1
         }
         (Msg(fields), 2) => {
