@@ -224,13 +224,9 @@ async fn stream_decode(
     blob: &web_sys::Blob,
 ) -> Result<Result<Profile, Option<ProfileError>>, ReadError> {
     let limits = Limits::default();
+    // No `input-size` check: the file is streamed, never held whole, and what it
+    // decodes to is bounded by the entry budget of its size.
     let size = blob.size() as u64;
-    if size > limits.input_size {
-        return Err(ReadError::Io(format!(
-            "the file is {size} bytes, over the viewer's limit input-size={}",
-            limits.input_size
-        )));
-    }
     let (stream, gzipped) = open(blob).await?;
     // Counted against the limits for the file's own size, as the CLI counts.
     let mut decoder = CompactDecoder::with_limits(&limits, size);
@@ -251,10 +247,7 @@ async fn stream_decode(
             if why.contains("Junk found after end") {
                 // Chromium's words for a second gzip member (`cat a.gz b.gz`), which
                 // pprof reads and `DecompressionStream` does not.
-                why.push_str(
-                    " (several gzip members one after another? the browser inflates \
-                     only the first: gunzip the file and open the result)",
-                );
+                why.push_str(" (several gzip members? browsers read one: gunzip it)");
             }
             Ok(Err(Some(ProfileError::Gzip(why))))
         }
@@ -262,13 +255,10 @@ async fn stream_decode(
         Ok(_) if gzipped && total > cap => Ok(Err(Some(ProfileError::TooLarge { limit: cap }))),
         Ok(_) if total == 0 => Ok(Err(Some(ProfileError::Empty))),
         // Ended, or stopped by the decoder: it says why. Finishing (the tables
-        // decoded, the merged samples built) is a task of its own, and so is what
-        // the page does with the result.
+        // decoded, the merged samples built) starts a task of its own.
         Ok(_) => {
             let _ = JsFuture::from(yield_now()).await;
-            let done = decoder.finish();
-            let _ = JsFuture::from(yield_now()).await;
-            Ok(done)
+            Ok(decoder.finish())
         }
     }
 }

@@ -694,3 +694,22 @@ fn sums_past_64_bits_are_refused_never_wrapped() {
     assert_eq!(c.sample[0].value, [3 << 61]);
     assert_eq!(Index::new(&c).total(0), Ok(3 << 61));
 }
+
+#[test]
+fn overflow_sums_print_exactly() {
+    for n in [
+        0u128,
+        9,
+        10,
+        18446744073709551614,
+        u128::from(u64::MAX) * 3 + 7,
+        u128::MAX,
+    ] {
+        let e = ValueOverflow {
+            sample_type: "t".into(),
+            unit: "u".into(),
+            sum: n,
+        };
+        assert!(e.to_string().contains(&format!("add up to {n},")), "{e}");
+    }
+}
