@@ -75,6 +75,10 @@ fn hostile_files_get_the_clis_error_while_the_page_keeps_answering() {
         Value::Array(vec![]),
         "uncaught errors in the page"
     );
+    eprintln!(
+        "warm-up load of the good profile: slowest answer {:.0} ms",
+        r["warmup"]["maxPingMs"].as_f64().unwrap_or(f64::NAN)
+    );
     let start = r["wasmBytesAtStart"].as_f64().unwrap();
     let files = r["files"].as_array().unwrap();
     assert_eq!(files.len(), cases.len());
