@@ -216,10 +216,11 @@ fn diff_of_first_and_last_snapshot_shows_the_c_leak_grew() {
         "the C leak is not what grew most from {first:?} to {last:?}:\n{diff}"
     );
     let growth = row.split_whitespace().next().unwrap();
+    // Signed as pprof prints a diff: growth has no sign, shrinkage a `-`.
     assert!(
-        growth.starts_with('+')
+        !growth.starts_with('-')
             && growth
-                .trim_start_matches(['+', '0', '.'])
+                .trim_start_matches(['0', '.'])
                 .starts_with(|c: char| c.is_ascii_digit()),
         "{} did not grow (flat {growth}):\n{diff}",
         LEAK_CHAIN[0]

@@ -249,7 +249,19 @@ impl Scan {
         while self.pos < raw.len() {
             match self.top_field(raw, self.pos, 0, false)? {
                 Some(end) => self.pos = end,
-                None => break,
+                None => {
+                    // A field of an inflating stream declared to end past the cap is
+                    // refused now, before its bytes are inflated into memory.
+                    let cap = self.budget.limits.inflated_cap();
+                    if let (true, Ok(Some(n))) =
+                        (self.inflated, pprof_scan::field_len(&raw[self.pos..]))
+                    {
+                        if self.pos.saturating_add(n) > cap {
+                            return Err(ProfileError::TooLarge { limit: cap });
+                        }
+                    }
+                    break;
+                }
             }
         }
         Ok(())
