@@ -97,6 +97,35 @@ fn a_full_sink_says_how_many_bytes_were_needed_framed_or_not() {
     );
 }
 
+/// A sink whose write fails (a UART error) ends the snapshot with `SinkFailed`, not with
+/// a "full" that would send the user off to enlarge a buffer: postcard's serializer
+/// reports every sink error as a full buffer, so the writer keeps the sink's own.
+#[test]
+fn a_failing_sink_is_reported_as_failed_not_full() {
+    let prof = worst();
+    for fail_after in [0usize, 3, 40] {
+        let mut sent = 0usize;
+        let sink = sampler_core::snapshot::FnSink::new(|bytes: &[u8]| {
+            if sent >= fail_after {
+                return Err(());
+            }
+            sent += bytes.len();
+            Ok(())
+        });
+        assert_eq!(
+            prof.write_snapshot(&[], sink),
+            Err(sampler_core::SnapshotError::Encode(EncodeError::SinkFailed)),
+            "failing after {fail_after} bytes"
+        );
+        let sink = sampler_core::snapshot::FnSink::new(|_: &[u8]| Err(()));
+        assert_eq!(
+            prof.write_snapshot_framed(&[], sink),
+            Err(sampler_core::SnapshotError::Encode(EncodeError::SinkFailed)),
+            "framed"
+        );
+    }
+}
+
 /// The bound is reached, not just respected: a source with every field at its widest
 /// (all-ones counters and tallies, frames swinging across the whole address space, ids
 /// at `u32::MAX`) encodes to within a few bytes of it, for 4- and 8-byte words.

@@ -35,6 +35,9 @@ pub fn crc32(bytes: &[u8]) -> u32 {
 pub(crate) struct CrcFlavor<F> {
     sink: F,
     digest: ::crc::Digest<'static, u32, Impl>,
+    /// The sink's own error: postcard's `Serializer` reports any flavor error as
+    /// `SerializeBufferFull`, which would make a failed write look like a full buffer.
+    pub(crate) failed: Option<postcard::Error>,
 }
 
 impl<F: postcard::ser_flavors::Flavor> CrcFlavor<F> {
@@ -42,6 +45,7 @@ impl<F: postcard::ser_flavors::Flavor> CrcFlavor<F> {
         Self {
             sink,
             digest: CRC32.digest(),
+            failed: None,
         }
     }
 }
@@ -52,13 +56,21 @@ impl<F: postcard::ser_flavors::Flavor> postcard::ser_flavors::Flavor for CrcFlav
     #[inline]
     fn try_push(&mut self, byte: u8) -> postcard::Result<()> {
         self.digest.update(&[byte]);
-        self.sink.try_push(byte)
+        let r = self.sink.try_push(byte);
+        if let Err(e) = &r {
+            self.failed = Some(e.clone());
+        }
+        r
     }
 
     #[inline]
     fn try_extend(&mut self, bytes: &[u8]) -> postcard::Result<()> {
         self.digest.update(bytes);
-        self.sink.try_extend(bytes)
+        let r = self.sink.try_extend(bytes);
+        if let Err(e) = &r {
+            self.failed = Some(e.clone());
+        }
+        r
     }
 
     fn finalize(mut self) -> postcard::Result<F::Output> {

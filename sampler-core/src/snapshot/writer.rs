@@ -144,8 +144,21 @@ where
     let mut w = postcard::Serializer {
         output: CrcFlavor::new(sink),
     };
-    let out = &mut w;
+    match sections(src, &mut w) {
+        // Appends the CRC (4 bytes, little-endian) and finalizes the sink.
+        Ok(()) => Ok(w.output.finalize()?),
+        // The sink's own error, not the serializer's "buffer full" for every error.
+        Err(Failed::Sink(e)) => Err(Failed::Sink(w.output.failed.unwrap_or(e))),
+        Err(e) => Err(e),
+    }
+}
 
+/// Everything but the CRC, into `out`.
+fn sections<S, F>(src: &S, out: &mut Out<F>) -> Result<(), Failed>
+where
+    S: SnapshotSource + ?Sized,
+    F: Flavor,
+{
     out.output.try_extend(&MAGIC)?;
     out.output.try_extend(&VERSION.to_le_bytes())?;
     let h = src.header();
@@ -192,10 +205,7 @@ where
         out.serialize_u64(b.active.alloc_bytes)?;
         out.serialize_u64(b.active.free_bytes)?;
         Ok(())
-    })?;
-
-    // Appends the CRC (4 bytes, little-endian) and finalizes the sink.
-    Ok(w.output.finalize()?)
+    })
 }
 
 /// The serializer every section writes into (the CRC computed on the way).
