@@ -249,22 +249,28 @@ impl Scan {
         while self.pos < raw.len() {
             match self.top_field(raw, self.pos, 0, false)? {
                 Some(end) => self.pos = end,
-                None => {
-                    // A field of an inflating stream declared to end past the cap is
-                    // refused now, before its bytes are inflated into memory.
-                    let cap = self.budget.limits.inflated_cap();
-                    if let (true, Ok(Some(n))) =
-                        (self.inflated, pprof_scan::field_len(&raw[self.pos..]))
-                    {
-                        if self.pos.saturating_add(n) > cap {
-                            return Err(ProfileError::TooLarge { limit: cap });
-                        }
-                    }
-                    break;
-                }
+                // (Only the native inflater scans while it inflates: the viewer's
+                // streaming decoder makes the same check itself.)
+                #[cfg(feature = "gzip")]
+                None if self.inflated => return self.declared_past_cap(raw),
+                None => break,
             }
         }
         Ok(())
+    }
+
+    /// A field of an inflating stream, incomplete so far, declared to end past the
+    /// inflated-size cap: refused now, before its bytes are inflated into memory.
+    #[cfg(feature = "gzip")]
+    #[inline(never)]
+    fn declared_past_cap(&self, raw: &[u8]) -> Result<(), ProfileError> {
+        let cap = self.budget.limits.inflated_cap();
+        match pprof_scan::field_len(&raw[self.pos..]) {
+            Ok(Some(n)) if self.pos.saturating_add(n) > cap => {
+                Err(ProfileError::TooLarge { limit: cap })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The end of the input: a field left incomplete is a truncated file.
