@@ -447,3 +447,81 @@ pub fn browser_script(
         .unwrap_or_else(|e| panic!("{script} wrote no {}: {e}", result.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not JSON: {e}", result.display()))
 }
+
+/// The directory a firmware run left its snapshots and ELF copy in, named by the
+/// environment variable `var` (`HEAPSNAP_FIRMWARE_OUT`, `HEAPSNAP_FIRMWARE_C_OUT`),
+/// checked to hold `elf_name`. `how` is the command that makes it, for the message.
+pub fn firmware_output(var: &str, elf_name: &str, how: &str, test: &str) -> PathBuf {
+    let Some(dir) = std::env::var_os(var) else {
+        panic!(
+            "{var} is not set: these tests need the snapshots of a QEMU run; run `cargo \
+             xtask test`, or `{how}` and then {var}=target/{} cargo test -p e2e --test {test}",
+            default_out(var)
+        )
+    };
+    let dir = PathBuf::from(dir);
+    assert!(
+        dir.join(elf_name).is_file(),
+        "{} is missing: `{how}` did not run (or failed) before these tests",
+        dir.join(elf_name).display()
+    );
+    dir
+}
+
+/// `target/` subfolder the xtask commands write a firmware run into, for messages.
+fn default_out(var: &str) -> &'static str {
+    match var {
+        "HEAPSNAP_FIRMWARE_C_OUT" => "firmware-c-out",
+        _ => "firmware-out",
+    }
+}
+
+/// A firmware run's snapshots, oldest first (`snap-000.bin`, `snap-001.bin`, …); at
+/// least two, as every firmware here writes several.
+pub fn firmware_snapshots(dir: &Path) -> Vec<PathBuf> {
+    let mut snaps: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            n.starts_with("snap-") && n.ends_with(".bin")
+        })
+        .collect();
+    snaps.sort();
+    assert!(
+        snaps.len() >= 2,
+        "{} holds {} snapshot(s); the firmware writes several (see qemu.log there)",
+        dir.display(),
+        snaps.len()
+    );
+    snaps
+}
+
+/// `heapsnap convert --elf ELF SNAP -o target/<dir>/<name>`: the gzipped pprof's path,
+/// checked to exist. Tests running in parallel pass distinct names.
+pub fn convert_snapshot(elf: &Path, snap: &Path, dir: &str, name: &str) -> PathBuf {
+    let tmp = target_dir().join(dir);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let pb = tmp.join(name);
+    run(Command::new(heapsnap())
+        .arg("convert")
+        .arg("--elf")
+        .arg(elf)
+        .arg(snap)
+        .arg("-o")
+        .arg(&pb));
+    assert!(
+        pb.is_file(),
+        "heapsnap convert wrote nothing to {}",
+        pb.display()
+    );
+    pb
+}
+
+/// First data row of `go tool pprof -top` (after the `flat  flat% …` header).
+pub fn first_top_row(top: &str) -> &str {
+    top.lines()
+        .skip_while(|l| !l.trim_start().starts_with("flat"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no rows in pprof -top output:\n{top}"))
+}

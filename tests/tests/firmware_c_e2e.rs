@@ -8,7 +8,7 @@
 //!
 //! They fail (never skip) when the artifacts are missing.
 
-use e2e::{heapsnap, pprof, repo_root, run, target_dir};
+use e2e::{first_top_row, heapsnap, pprof, repo_root, run};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -23,59 +23,24 @@ const LEAK_CHAIN: [&str; 5] = [
     "reset_handler",
 ];
 
+/// `HEAPSNAP_FIRMWARE_C_OUT`, checked to hold what the C firmware run leaves behind.
 fn out_dir() -> PathBuf {
-    let Some(dir) = std::env::var_os("HEAPSNAP_FIRMWARE_C_OUT") else {
-        panic!(
-            "HEAPSNAP_FIRMWARE_C_OUT is not set: these tests need the snapshots of the C \
-             firmware's QEMU run; run `cargo xtask test`, or `cargo xtask firmware-c` and then \
-             HEAPSNAP_FIRMWARE_C_OUT=target/firmware-c-out cargo test -p e2e --test firmware_c_e2e"
-        )
-    };
-    let dir = PathBuf::from(dir);
-    assert!(
-        dir.join(ELF_NAME).is_file(),
-        "{} is missing: `cargo xtask firmware-c` did not run (or failed) before these tests",
-        dir.join(ELF_NAME).display()
-    );
-    dir
+    e2e::firmware_output(
+        "HEAPSNAP_FIRMWARE_C_OUT",
+        ELF_NAME,
+        "cargo xtask firmware-c",
+        "firmware_c_e2e",
+    )
 }
 
-fn snapshots(dir: &Path) -> Vec<PathBuf> {
-    let mut snaps: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            n.starts_with("snap-") && n.ends_with(".bin")
-        })
-        .collect();
-    snaps.sort();
-    assert!(
-        snaps.len() >= 2,
-        "{} holds {} snapshot(s)",
-        dir.display(),
-        snaps.len()
-    );
-    snaps
-}
-
+/// `heapsnap convert --elf` of one snapshot into `target/firmware-c-e2e/<test>.pb.gz`.
 fn convert(out: &Path, snap: &Path, test: &str) -> PathBuf {
-    let tmp = target_dir().join("firmware-c-e2e");
-    std::fs::create_dir_all(&tmp).unwrap();
-    let pb = tmp.join(format!("{test}.pb.gz"));
-    run(Command::new(heapsnap())
-        .arg("convert")
-        .arg("--elf")
-        .arg(out.join(ELF_NAME))
-        .arg(snap)
-        .arg("-o")
-        .arg(&pb));
-    assert!(
-        pb.is_file(),
-        "heapsnap convert wrote nothing to {}",
-        pb.display()
-    );
-    pb
+    e2e::convert_snapshot(
+        &out.join(ELF_NAME),
+        snap,
+        "firmware-c-e2e",
+        &format!("{test}.pb.gz"),
+    )
 }
 
 /// The 1-based line of main.c holding `needle`, read from the source so the test follows
@@ -89,17 +54,10 @@ fn main_c_line(needle: &str) -> u32 {
     i as u32 + 1
 }
 
-fn first_top_row(top: &str) -> &str {
-    top.lines()
-        .skip_while(|l| !l.trim_start().starts_with("flat"))
-        .nth(1)
-        .unwrap_or_else(|| panic!("no rows in:\n{top}"))
-}
-
 #[test]
 fn pprof_top_names_the_c_leak_at_its_malloc_line() {
     let out = out_dir();
-    let pb = convert(&out, snapshots(&out).last().unwrap(), "top");
+    let pb = convert(&out, e2e::firmware_snapshots(&out).last().unwrap(), "top");
     let top = pprof(&["-top", "-sample_index=inuse_space", "-lines"], &pb);
     let row = first_top_row(&top);
     // `2.40kB 100% 100% 2.40kB 100%  remember_subscriber /…/firmware-c/main.c:34`
@@ -131,7 +89,11 @@ fn traces(pb: &Path, index: &str) -> Vec<(String, Vec<String>)> {
 #[test]
 fn the_leaks_stack_is_its_whole_call_chain_in_order() {
     let out = out_dir();
-    let pb = convert(&out, snapshots(&out).last().unwrap(), "traces");
+    let pb = convert(
+        &out,
+        e2e::firmware_snapshots(&out).last().unwrap(),
+        "traces",
+    );
     let stacks = traces(&pb, "inuse_space");
     let leak: Vec<&Vec<String>> = stacks
         .iter()
@@ -155,7 +117,7 @@ fn the_leaks_stack_is_its_whole_call_chain_in_order() {
 #[test]
 fn malloc_calloc_and_realloc_are_each_recorded_once() {
     let out = out_dir();
-    let pb = convert(&out, snapshots(&out).last().unwrap(), "alloc");
+    let pb = convert(&out, e2e::firmware_snapshots(&out).last().unwrap(), "alloc");
     // Every temporary's size shows up at handle_packet: malloc(32 + 16·k),
     // calloc(8, 2) and realloc to twice the first.
     let sizes: Vec<String> = traces(&pb, "alloc_space")
@@ -203,7 +165,7 @@ fn malloc_calloc_and_realloc_are_each_recorded_once() {
 #[test]
 fn diff_of_first_and_last_snapshot_shows_the_c_leak_grew() {
     let out = out_dir();
-    let snaps = snapshots(&out);
+    let snaps = e2e::firmware_snapshots(&out);
     let (first, last) = (snaps.first().unwrap(), snaps.last().unwrap());
     let diff = run(Command::new(heapsnap())
         .args(["diff", "--sample-index", "inuse_space", "--elf"])

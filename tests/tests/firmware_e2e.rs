@@ -8,7 +8,7 @@
 //! They fail (never skip) when the artifacts are missing: run them through
 //! `cargo xtask test`, or `cargo xtask firmware` first and set the variable yourself.
 
-use e2e::{heapsnap, pprof, repo_root, run, target_dir};
+use e2e::{first_top_row, heapsnap, pprof, repo_root, run, target_dir};
 use serde_json::Value;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
@@ -36,40 +36,17 @@ const ELF_NAME: &str = "heapsnap-firmware.elf";
 
 /// `HEAPSNAP_FIRMWARE_OUT`, checked to hold what the firmware run leaves behind.
 fn firmware_out() -> PathBuf {
-    let Some(dir) = std::env::var_os("HEAPSNAP_FIRMWARE_OUT") else {
-        panic!(
-            "HEAPSNAP_FIRMWARE_OUT is not set: these tests need the snapshots of a QEMU run; \
-             run `cargo xtask test`, or `cargo xtask firmware` and then \
-             HEAPSNAP_FIRMWARE_OUT=target/firmware-out cargo test -p e2e --test firmware_e2e"
-        )
-    };
-    let dir = PathBuf::from(dir);
-    assert!(
-        dir.join(ELF_NAME).is_file(),
-        "{} is missing: `cargo xtask firmware` did not run (or failed) before these tests",
-        dir.join(ELF_NAME).display()
-    );
-    dir
+    e2e::firmware_output(
+        "HEAPSNAP_FIRMWARE_OUT",
+        ELF_NAME,
+        "cargo xtask firmware",
+        "firmware_e2e",
+    )
 }
 
-/// The firmware's snapshots, oldest first (`snap-000.bin`, `snap-001.bin`, …).
+/// The firmware's snapshots, oldest first.
 fn snapshots(dir: &Path) -> Vec<PathBuf> {
-    let mut snaps: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            n.starts_with("snap-") && n.ends_with(".bin")
-        })
-        .collect();
-    snaps.sort();
-    assert!(
-        snaps.len() >= 2,
-        "{} holds {} snapshot(s); the firmware writes several (see qemu.log there)",
-        dir.display(),
-        snaps.len()
-    );
-    snaps
+    e2e::firmware_snapshots(dir)
 }
 
 /// Lines of `fn remember_message` in the firmware source (signature to closing brace),
@@ -98,38 +75,9 @@ fn convert(out: &Path, snap: &Path, test: &str) -> PathBuf {
 
 /// [`convert`] with the ELF `elf`.
 fn convert_with(elf: &Path, snap: &Path, test: &str) -> PathBuf {
-    let tmp = target_dir().join("firmware-e2e");
-    std::fs::create_dir_all(&tmp).unwrap();
-    let pb = tmp.join(format!(
-        "{test}-{}",
-        snap.with_extension("pb.gz")
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-    ));
-    run(Command::new(heapsnap())
-        .arg("convert")
-        .arg("--elf")
-        .arg(elf)
-        .arg(snap)
-        .arg("-o")
-        .arg(&pb));
-    assert!(
-        pb.is_file(),
-        "heapsnap convert wrote nothing to {}",
-        pb.display()
-    );
-    pb
-}
-
-/// First data row of `go tool pprof -top` (after the `flat  flat% …` header).
-fn first_top_row(top: &str) -> &str {
-    let mut rows = top
-        .lines()
-        .skip_while(|l| !l.trim_start().starts_with("flat"))
-        .skip(1);
-    rows.next()
-        .unwrap_or_else(|| panic!("no rows in pprof -top output:\n{top}"))
+    let name = snap.with_extension("pb.gz");
+    let name = name.file_name().unwrap().to_string_lossy();
+    e2e::convert_snapshot(elf, snap, "firmware-e2e", &format!("{test}-{name}"))
 }
 
 #[test]
