@@ -12,7 +12,7 @@
 
 mod report;
 
-pub use report::{retention_profile, summary, RETENTION_COMMENT};
+pub use report::{partial_answer_warnings, retention_profile, summary, RETENTION_COMMENT};
 
 use std::collections::VecDeque;
 use std::fmt;

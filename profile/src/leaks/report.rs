@@ -154,3 +154,58 @@ pub fn retention_profile(leaks: &Leaks, mut stacks: SiteStacks<'_>, notes: &[Str
     }
     stacks.finish()
 }
+
+/// What makes a leak check of this snapshot a partial answer, as `warning:` lines:
+/// a sample rate above 1 (only sampled objects are known: how much of the heap they
+/// cover, when the snapshot has the exact totals), sampled objects the live map could
+/// not track, samples the full tables dropped. Empty when the object table is the
+/// whole heap.
+pub fn partial_answer_warnings(snap: &sampler_core::decoded::Snapshot) -> Vec<String> {
+    let mut w = Vec::new();
+    let objects = snap.objects.as_deref().unwrap_or(&[]);
+    let bytes: u64 = objects.iter().map(|o| o.size).sum();
+    let c = &snap.counters;
+    let heap = c.heap();
+    if snap.sample_rate != 1 {
+        let cover = match heap {
+            Some(h) if h.in_use_bytes > 0 => format!(
+                ", {:.1}% of the {} bytes in use",
+                100.0 * bytes as f64 / h.in_use_bytes as f64,
+                thousands(h.in_use_bytes)
+            ),
+            _ => String::new(),
+        };
+        w.push(format!(
+            "warning: PARTIAL ANSWER: the snapshot samples about one allocation per {} bytes (sample rate {}), so only its {} sampled objects ({} bytes{cover}) are known. Unsampled objects are not checked, and pointers held only by them are not followed: what they keep may show as lost. Take the snapshot at sample rate 1 for a complete leak check.",
+            thousands(snap.sample_rate),
+            snap.sample_rate,
+            thousands(objects.len() as u64),
+            thousands(bytes),
+        ));
+    } else if let Some(h) = heap {
+        let in_use = h.in_use_objects();
+        if in_use != objects.len() as u64 || h.in_use_bytes != bytes {
+            w.push(format!(
+                "warning: PARTIAL ANSWER: the heap holds {} objects ({} bytes) but the object table lists {} ({} bytes): objects allocated before the profiler started, or not recorded, are not checked",
+                thousands(in_use),
+                thousands(h.in_use_bytes),
+                thousands(objects.len() as u64),
+                thousands(bytes)
+            ));
+        }
+    }
+    if c.live_map_full > 0 {
+        w.push(format!(
+            "warning: PARTIAL ANSWER: {} sampled objects were not tracked (the live-object map was full; give it a larger capacity): they are missing from the check",
+            thousands(c.live_map_full)
+        ));
+    }
+    let dropped = c.stack_table_full + c.bucket_table_full;
+    if dropped > 0 {
+        w.push(format!(
+            "warning: PARTIAL ANSWER: {} samples were dropped (the stack or bucket table was full): their objects are missing from the check",
+            thousands(dropped)
+        ));
+    }
+    w
+}
