@@ -277,13 +277,19 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Cmd::Retain { args, output } => {
-            check_output(output.as_deref(), &[&args.snapshot], &SymArgs {
-                elf: vec![args.elf.clone()],
-                no_local: true,
-                force_elf: false,
-            })?;
+            check_output(
+                output.as_deref(),
+                &[&args.snapshot],
+                &SymArgs {
+                    elf: vec![args.elf.clone()],
+                    no_local: true,
+                    force_elf: false,
+                },
+            )?;
             let p = leak_check(&args, limits, |leaks, stacks, notes| {
-                Ok(heapsnap_profile::leaks::retention_profile(leaks, stacks, notes))
+                Ok(heapsnap_profile::leaks::retention_profile(
+                    leaks, stacks, notes,
+                ))
             })?;
             write_out(output.as_deref(), &profile::encode(&p), true)
         }
@@ -389,11 +395,7 @@ fn pull(
 fn leak_check<R>(
     a: &LeakArgs,
     limits: &Limits,
-    show: impl FnOnce(
-        &heapsnap_profile::leaks::Leaks,
-        import::SiteStacks<'_>,
-        &[String],
-    ) -> Result<R>,
+    show: impl FnOnce(&heapsnap_profile::leaks::Leaks, import::SiteStacks<'_>, &[String]) -> Result<R>,
 ) -> Result<R> {
     use heapsnap_profile::leaks;
     let (snap, _) = read_snapshot(&a.snapshot, limits)?;
@@ -418,11 +420,17 @@ fn leak_check<R>(
     }
     let mut images = Vec::new();
     for spec in &a.ram {
-        let (file, addr) = spec
-            .rsplit_once('@')
-            .with_context(|| format!("--ram {spec}: expected FILE@ADDR (e.g. ram.bin@0x20000000)"))?;
+        let (file, addr) = spec.rsplit_once('@').with_context(|| {
+            format!("--ram {spec}: expected FILE@ADDR (e.g. ram.bin@0x20000000)")
+        })?;
         let addr = parse_addr(addr).with_context(|| format!("--ram {spec}: bad address"))?;
-        let bytes = read_capped(Path::new(file), "RAM image", limits.input_size, "input-size", b"")?;
+        let bytes = read_capped(
+            Path::new(file),
+            "RAM image",
+            limits.input_size,
+            "input-size",
+            b"",
+        )?;
         images.push(leaks::Image {
             name: file.to_owned(),
             addr,

@@ -321,10 +321,7 @@ fn object_table_lists_the_live_sampled_objects() {
     assert_eq!((plain.version, plain.objects), (VERSION, None));
     // The profiler's memory holds no live address as a plain word.
     let raw = unsafe {
-        std::slice::from_raw_parts(
-            (&prof as *const P).cast::<u8>(),
-            std::mem::size_of::<P>(),
-        )
+        std::slice::from_raw_parts((&prof as *const P).cast::<u8>(), std::mem::size_of::<P>())
     };
     for addr in [0x5a5a_1000usize, 0x5a5a_2000, 0x5a5a_3000] {
         let needle = addr.to_ne_bytes();

@@ -23,7 +23,6 @@ pub struct StaticData {
     pub big_endian: bool,
 }
 
-
 /// The writable, allocated, non-executable sections of the ELF with their data
 /// symbols. Sections named `.stack*` or `.heap*` are skipped (see
 /// [`StaticData::skipped`]).
@@ -94,7 +93,10 @@ pub fn static_data(name: &str, data: &[u8]) -> Result<StaticData, SymbolizeError
     for (_, sec) in &sections {
         let mut at = sec.start;
         let end = sec.start + sec.size;
-        for r in roots.iter().filter(|r| r.start >= sec.start && r.start < end) {
+        for r in roots
+            .iter()
+            .filter(|r| r.start >= sec.start && r.start < end)
+        {
             if r.start > at {
                 gaps.push(gap(sec, at, r.start));
             }

@@ -54,7 +54,11 @@ fn ground_truth(leaks: &Path) -> (u64, u64, String) {
         .collect();
     let addr = log
         .lines()
-        .find_map(|l| l.split(" bytes at ").nth(1).filter(|_| l.contains("leaks-ram.bin")))
+        .find_map(|l| {
+            l.split(" bytes at ")
+                .nth(1)
+                .filter(|_| l.contains("leaks-ram.bin"))
+        })
         .unwrap_or_else(|| panic!("no RAM image address in the firmware's log:\n{log}"))
         .trim()
         .to_owned();
@@ -98,12 +102,23 @@ fn leaks_reports_exactly_what_the_firmware_lost_at_its_line() {
         "a definite leak must exit 1:\n{text}\n{err}"
     );
     assert!(
-        text.contains(&format!("definitely lost: {bytes} bytes in {blocks} blocks")),
+        text.contains(&format!(
+            "definitely lost: {bytes} bytes in {blocks} blocks"
+        )),
         "the firmware lost {blocks} blocks, {bytes} bytes:\n{text}"
     );
-    assert!(text.contains("indirectly lost: 0 bytes in 0 blocks"), "{text}");
-    assert!(text.contains("possibly lost: 0 bytes in 0 blocks"), "{text}");
-    assert!(!text.contains("PARTIAL ANSWER"), "rate 1 is a whole answer:\n{text}");
+    assert!(
+        text.contains("indirectly lost: 0 bytes in 0 blocks"),
+        "{text}"
+    );
+    assert!(
+        text.contains("possibly lost: 0 bytes in 0 blocks"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("PARTIAL ANSWER"),
+        "rate 1 is a whole answer:\n{text}"
+    );
     // The one loss record is the acks', at a line of queue_ping_ack.
     let record = text
         .split("\n\n")
@@ -164,13 +179,24 @@ fn retention_profile_puts_the_cache_under_the_static_that_holds_it() {
     );
     // Every byte of the cache is under the holder: focused on it, the cache is whole.
     let focused = parse_pprof_top(&pprof(
-        &["-top", "-unit=bytes", "-nodefraction=0", &format!("-focus=^{HOLDER}$")],
+        &[
+            "-top",
+            "-unit=bytes",
+            "-nodefraction=0",
+            &format!("-focus=^{HOLDER}$"),
+        ],
         &pb,
     ));
     let under = focused.iter().find(|r| r.name == CACHE_FN).unwrap();
-    assert_eq!(under.flat, cache.flat, "part of the cache is held elsewhere");
+    assert_eq!(
+        under.flat, cache.flat,
+        "part of the cache is held elsewhere"
+    );
     // The lost acks sit under their category, with the firmware's byte count.
     assert_eq!(row("[definitely lost]").cum, bytes as i64);
     let comments = pprof(&["-comments"], &pb);
-    assert!(comments.contains("heapsnap retention profile"), "{comments}");
+    assert!(
+        comments.contains("heapsnap retention profile"),
+        "{comments}"
+    );
 }
