@@ -200,3 +200,107 @@ fn retention_profile_puts_the_cache_under_the_static_that_holds_it() {
         "{comments}"
     );
 }
+
+/// `heapsnap leaks` with these extra arguments and the snapshot `snap`: (exit code,
+/// stdout, stderr).
+fn leaks_with(ram: &[String], snap: &Path, elf: &Path) -> (Option<i32>, String, String) {
+    let mut c = Command::new(heapsnap());
+    c.arg("leaks").arg("--elf").arg(elf);
+    for r in ram {
+        c.arg("--ram").arg(r);
+    }
+    let out = c.arg(snap).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Bad inputs get one clear line and exit 1, never a panic: a RAM image at the wrong
+/// address, a truncated one, two that overlap, a snapshot without the object table.
+#[test]
+fn bad_inputs_are_refused_with_what_and_where() {
+    let (leaks, elf) = artifacts();
+    let (_, _, addr) = ground_truth(&leaks);
+    let ram = leaks.join("leaks-ram.bin");
+    let snap = leaks.join("leaks-snap.bin");
+    let tmp = target_dir().join("firmware-leaks");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let base = u64::from_str_radix(addr.trim_start_matches("0x"), 16).unwrap();
+    let no_panic = |err: &str| assert!(!err.contains("panicked"), "{err}");
+
+    // Wrong address: the static data is not where the image claims.
+    let (code, _, err) = leaks_with(
+        &[format!("{}@{:#x}", ram.display(), base + 0x1000)],
+        &snap,
+        &elf,
+    );
+    assert_eq!(code, Some(1));
+    no_panic(&err);
+    assert!(err.contains("is not in the RAM images"), "{err}");
+
+    // A truncated image: the heap's last objects are past its end.
+    let bytes = std::fs::read(&ram).unwrap();
+    let short = tmp.join("short-ram.bin");
+    std::fs::write(&short, &bytes[..bytes.len() / 2]).unwrap();
+    let (code, _, err) = leaks_with(&[format!("{}@{addr}", short.display())], &snap, &elf);
+    assert_eq!(code, Some(1));
+    no_panic(&err);
+    assert!(err.contains("short-ram.bin"), "{err}");
+
+    // Overlapping images.
+    let (code, _, err) = leaks_with(
+        &[
+            format!("{}@{addr}", ram.display()),
+            format!("{}@{:#x}", short.display(), base + 16),
+        ],
+        &snap,
+        &elf,
+    );
+    assert_eq!(code, Some(1));
+    assert!(err.contains("overlap"), "{err}");
+
+    // A version-1 snapshot (the periodic ones) has no object table.
+    let v1 = leaks.parent().unwrap().join("snap-000.bin");
+    let (code, _, err) = leaks_with(&[format!("{}@{addr}", ram.display())], &v1, &elf);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("no object table"), "{err}");
+
+    // Not FILE@ADDR.
+    let (code, _, err) = leaks_with(&[ram.display().to_string()], &snap, &elf);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("expected FILE@ADDR"), "{err}");
+}
+
+/// At a sample rate above 1 only sampled objects are known: the answer says it is
+/// partial, how much of the heap the known objects cover, and still checks them.
+#[test]
+fn a_sampled_snapshot_is_an_explicitly_partial_answer() {
+    let (leaks, elf) = artifacts();
+    let (_, _, addr) = ground_truth(&leaks);
+    let mut s =
+        sampler_core::snapshot::decode(&std::fs::read(leaks.join("leaks-snap.bin")).unwrap())
+            .unwrap();
+    // As if sampled at 512 B: keep every fourth object.
+    s.sample_rate = 512;
+    let objs = s.objects.take().unwrap();
+    s.objects = Some(objs.into_iter().step_by(4).collect());
+    let tmp = target_dir().join("firmware-leaks");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let snap = tmp.join("sampled-snap.bin");
+    std::fs::write(&snap, s.encode().unwrap()).unwrap();
+    let (_, out, err) = leaks_with(
+        &[format!("{}@{addr}", leaks.join("leaks-ram.bin").display())],
+        &snap,
+        &elf,
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    let first = out.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with("warning: PARTIAL ANSWER")
+            && first.contains("sample rate 512")
+            && first.contains("% of the"),
+        "{out}"
+    );
+}
