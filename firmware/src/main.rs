@@ -11,6 +11,12 @@
 //! the RAM mailbox `HEAPSNAP_MAILBOX`, where a debugger reads it (`heapsnap pull`). Then
 //! it exits QEMU with a status code, or, when the semihosting command line has the word
 //! `live`, keeps running: a live target for `heapsnap pull` to read from.
+//!
+//! With the word `leaks` it is the leak-check run instead: every allocation sampled
+//! (rate 1), no periodic snapshots, and at the end a snapshot with the object table
+//! (`leaks-snap.bin`) and the RAM of its static data, heap included (`leaks-ram.bin`,
+//! from `__sdata` to `__sheap`), taken at the same moment, for `heapsnap leaks` and
+//! `heapsnap retain`. It prints its own count of what it lost (`lost: N blocks, B bytes`).
 #![no_std]
 #![no_main]
 
@@ -58,6 +64,10 @@ const TOTALS: bool = true;
 
 static mut HEAP_MEM: [MaybeUninit<u8>; HEAP_BYTES] = [MaybeUninit::uninit(); HEAP_BYTES];
 
+/// The router: a static, so what it holds (the cache of `remember_message`) is held by
+/// a name a leak check can show (`heapsnap_firmware::ROUTER`).
+static mut ROUTER: Option<router::Router> = None;
+
 /// Profiled from the first allocation on. `off()` keeps the static all-zero, so its
 /// 17 KiB of tables land in .bss and cost no flash; `start()` at boot sets rate and seed.
 #[global_allocator]
@@ -81,16 +91,18 @@ fn main() -> ! {
             .init(core::ptr::addr_of_mut!(HEAP_MEM) as usize, HEAP_BYTES)
     }
     let profiler = HEAP.profiler();
-    profiler.start(SAMPLE_RATE, SAMPLER_SEED);
+    let leak_check = host::cmdline_has(b"leaks");
+    profiler.start(if leak_check { 1 } else { SAMPLE_RATE }, SAMPLER_SEED);
 
-    let mut router = router::Router::new(SEED);
+    // SAFETY: the only reference to ROUTER, taken once here.
+    let router = unsafe { (*core::ptr::addr_of_mut!(ROUTER)).insert(router::Router::new(SEED)) };
     let mut written = 0u32;
     for n in 1..=MESSAGES {
         router.handle_message();
         // End of a main-loop turn: the message's temporaries are gone, the heap means
         // something here.
         profiler.advance_cycle();
-        if n % DUMP_EVERY == 0 {
+        if n % DUMP_EVERY == 0 && !leak_check {
             match dump_snapshot(written) {
                 Ok(len) => {
                     let c = profiler.counters();
@@ -127,6 +139,14 @@ fn main() -> ! {
         HEAP.inner().used(),
         HEAP_BYTES
     );
+    hprintln!(
+        "lost: {} blocks, {} bytes",
+        router.lost_blocks,
+        router.lost_bytes
+    );
+    if leak_check && dump_leak_check().is_err() {
+        exit(false)
+    }
     if host::cmdline_has(b"live") {
         live()
     }
@@ -175,6 +195,43 @@ fn dump_snapshot(n: u32) -> Result<usize, ()> {
         return Err(());
     }
     Ok(len)
+}
+
+/// The leak-check dump: a snapshot with the object table, then the static data's RAM
+/// (`.data`, `.bss`, `.uninit`: the heap arena is in there), neither allocating, so
+/// both describe the same moment.
+fn dump_leak_check() -> Result<(), ()> {
+    extern "C" {
+        static __sdata: u8;
+        static __sheap: u8;
+    }
+    let fail = |what: &str, e: &dyn core::fmt::Display| hprintln!("leak check {}: {}", what, e);
+    let file =
+        SemihostingFile::create(b"leaks-snap.bin\0").map_err(|e| fail("leaks-snap.bin", &e))?;
+    let (len, file) = HEAP
+        .profiler()
+        .write_snapshot_with_objects(&[fw_mapping()], SemihostingSink::new(file))
+        .map_err(|e| fail("leaks-snap.bin", &e))?;
+    file.close().map_err(|e| fail("leaks-snap.bin", &e))?;
+    let start = core::ptr::addr_of!(__sdata);
+    let end = core::ptr::addr_of!(__sheap);
+    let bytes = end as usize - start as usize;
+    // SAFETY: `__sdata..__sheap` is the static data cortex-m-rt lays out, readable
+    // RAM; nothing writes it while the semihosting call copies it out (no allocation,
+    // no interrupt handlers in this firmware).
+    let ram = unsafe { core::slice::from_raw_parts(start, bytes) };
+    let mut file =
+        SemihostingFile::create(b"leaks-ram.bin\0").map_err(|e| fail("leaks-ram.bin", &e))?;
+    file.write_all(ram).map_err(|e| fail("leaks-ram.bin", &e))?;
+    file.close().map_err(|e| fail("leaks-ram.bin", &e))?;
+    hprintln!(
+        "leaks-snap.bin: {} bytes, {} live objects; leaks-ram.bin: {} bytes at {:#010x}",
+        len,
+        HEAP.profiler().live_objects(),
+        bytes,
+        start as usize
+    );
+    Ok(())
 }
 
 /// This firmware as its snapshots' one mapping: `.text` with the ELF's build id (from

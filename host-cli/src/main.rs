@@ -66,8 +66,48 @@ struct SymArgs {
     force_elf: bool,
 }
 
+/// The inputs of a leak check: the snapshot with its object table, the ELF, the RAM.
+#[derive(clap::Args)]
+struct LeakArgs {
+    /// Snapshot with the object table (format version 2, `write_snapshot_with_objects`),
+    /// taken at the same moment as the RAM image.
+    snapshot: String,
+    /// The firmware's ELF: its .data and .bss are the roots (and its DWARF or symbols
+    /// name the allocation sites).
+    #[arg(long = "elf", value_name = "FILE")]
+    elf: PathBuf,
+    /// A RAM image and the address of its first byte, FILE@ADDR (repeatable; raw bytes
+    /// as gdb's `dump binary memory`, `probe-rs read` or semihosting write them).
+    #[arg(long = "ram", value_name = "FILE@ADDR", required = true)]
+    ram: Vec<String>,
+    /// A stack range to scan as a root too, LO..HI (the live part: from the captured
+    /// stack pointer to the stack's top).
+    #[arg(long, value_name = "LO..HI")]
+    stack: Option<String>,
+    /// Use the ELF even when it does not fit the snapshot (see `convert --force-elf`).
+    #[arg(long)]
+    force_elf: bool,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
+    /// Leak check from a RAM image (valgrind's categories and words): what is
+    /// definitely, indirectly or possibly lost, or still reachable, and the lost
+    /// objects per allocation site. Exits 1 when anything is definitely or indirectly
+    /// lost, so CI can fail on a leak.
+    Leaks {
+        #[command(flatten)]
+        args: LeakArgs,
+    },
+    /// Who holds the memory: a pprof profile whose stacks are reference paths (root
+    /// static → holding objects → allocation site), for `go tool pprof` or the viewer.
+    Retain {
+        #[command(flatten)]
+        args: LeakArgs,
+        /// Output file (default: stdout, not a terminal).
+        #[arg(short, long, value_name = "OUT")]
+        output: Option<PathBuf>,
+    },
     /// Convert a snapshot to pprof (default), folded stacks or legacy heap text.
     Convert {
         /// Snapshot, serial capture, or `-` for stdin.
@@ -225,6 +265,34 @@ fn run(cli: Cli) -> Result<()> {
             print_warnings(&new, &n);
             Ok(())
         }
+        Cmd::Leaks { args } => {
+            let leaky = leak_check(&args, limits, |leaks, mut stacks, notes| {
+                let text = heapsnap_profile::leaks::summary(leaks, &mut stacks, notes);
+                write_out(None, text.as_bytes(), false)?;
+                Ok(leaks.has_leaks())
+            })?;
+            if leaky {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
+        Cmd::Retain { args, output } => {
+            check_output(
+                output.as_deref(),
+                &[&args.snapshot],
+                &SymArgs {
+                    elf: vec![args.elf.clone()],
+                    no_local: true,
+                    force_elf: false,
+                },
+            )?;
+            let p = leak_check(&args, limits, |leaks, stacks, notes| {
+                Ok(heapsnap_profile::leaks::retention_profile(
+                    leaks, stacks, notes,
+                ))
+            })?;
+            write_out(output.as_deref(), &profile::encode(&p), true)
+        }
         Cmd::Inspect { snapshot } => {
             let (snap, _) = read_snapshot(&snapshot, limits)?;
             write_out(
@@ -319,6 +387,114 @@ fn pull(
         write_out(out.as_deref(), &p.bytes, true)?;
     }
     Ok(())
+}
+
+/// The leak check of `heapsnap leaks` and `heapsnap retain`: reads the snapshot, the
+/// ELF and the images, scans, and hands the answer, the symbolized stacks and the
+/// notes (partial-answer warnings, roots left out) to `show`.
+fn leak_check<R>(
+    a: &LeakArgs,
+    limits: &Limits,
+    show: impl FnOnce(&heapsnap_profile::leaks::Leaks, import::SiteStacks<'_>, &[String]) -> Result<R>,
+) -> Result<R> {
+    use heapsnap_profile::leaks;
+    let (snap, _) = read_snapshot(&a.snapshot, limits)?;
+    let objects = leaks::objects_of(&snap).with_context(|| a.snapshot.clone())?;
+    let name = a.elf.display().to_string();
+    let bytes = read_capped(&a.elf, "ELF", limits.elf_size, "elf-size", b"\x7fELF")?;
+    let elf = Elf::parse_lenient(&name, &bytes)?;
+    let statics = heapsnap_symbolize::static_data(&name, &bytes)?;
+    if u32::from(statics.word_size) != u32::from(snap.word_size) {
+        bail!(
+            "{name} is a {}-bit program but the snapshot {} was written by a {}-bit one: not the same program",
+            statics.word_size * 8,
+            a.snapshot,
+            snap.word_size * 8
+        );
+    }
+    let mut notes = leaks::partial_answer_warnings(&snap);
+    if !elf.has_dwarf() {
+        notes.push(format!(
+            "note: {name} has no DWARF: allocation sites are named from its symbol table, without files and lines"
+        ));
+    }
+    let mut images = Vec::new();
+    for spec in &a.ram {
+        let (file, addr) = spec.rsplit_once('@').with_context(|| {
+            format!("--ram {spec}: expected FILE@ADDR (e.g. ram.bin@0x20000000)")
+        })?;
+        let addr = parse_addr(addr).with_context(|| format!("--ram {spec}: bad address"))?;
+        let bytes = read_capped(
+            Path::new(file),
+            "RAM image",
+            limits.input_size,
+            "input-size",
+            b"",
+        )?;
+        images.push(leaks::Image {
+            name: file.to_owned(),
+            addr,
+            bytes,
+        });
+    }
+    let memory = leaks::Memory::new(images, statics.word_size, statics.big_endian)?;
+    let mut roots = statics.roots.clone();
+    if let Some(st) = &a.stack {
+        let (lo, hi) = st
+            .split_once("..")
+            .with_context(|| format!("--stack {st}: expected LO..HI"))?;
+        let (lo, hi) = (parse_addr(lo)?, parse_addr(hi)?);
+        if hi < lo {
+            bail!("--stack {st}: the range ends before it starts");
+        }
+        roots.push(leaks::Root {
+            name: "stack".into(),
+            start: lo,
+            size: hi - lo,
+        });
+    }
+    for s in &statics.skipped {
+        notes.push(format!(
+            "note: section {} ({:#x}..{:#x}) is not scanned (stack or heap region: its dead words would hide leaks); give the live stack with --stack LO..HI",
+            s.name,
+            s.start,
+            s.start + s.size
+        ));
+    }
+    let result = leaks::scan(&memory, roots, objects)
+        .with_context(|| format!("leak check of {} with {name}", a.snapshot))?;
+    for r in &result.excluded {
+        notes.push(format!(
+            "note: {} ({:#x}..{:#x}) is not scanned as a root: heap objects lie in it (the heap arena)",
+            r.name,
+            r.start,
+            r.start + r.size
+        ));
+    }
+    let mut resolver = if a.force_elf {
+        Resolver::forced(&snap, vec![elf], None)?
+    } else {
+        Resolver::new(&snap, vec![elf], None)?
+    };
+    if !a.force_elf {
+        resolver.verify()?;
+    }
+    let stacks = import::SiteStacks::new(
+        &snap,
+        &mut resolver as &mut dyn Symbols,
+        &[("inuse_objects", "count"), ("inuse_space", "bytes")],
+    );
+    show(&result, stacks, &notes)
+}
+
+/// `0x20000000` or `536870912`.
+fn parse_addr(s: &str) -> Result<u64> {
+    let s = s.trim();
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(&h.replace('_', ""), 16),
+        None => s.replace('_', "").parse(),
+    };
+    r.with_context(|| format!("`{s}` is not an address (hex 0x… or decimal)"))
 }
 
 /// `snap.bin` → `snap-003.bin`.

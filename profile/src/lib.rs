@@ -32,6 +32,8 @@
 pub mod analysis;
 pub mod export;
 pub mod import;
+#[cfg(feature = "snapshot")]
+pub mod leaks;
 pub mod limits;
 mod order;
 pub mod profile;

@@ -25,6 +25,9 @@ pub struct Snapshot {
     pub stacks: Vec<Stack>,
     /// One bucket per (stack, object size).
     pub buckets: Vec<Bucket>,
+    /// The object table (version 2): every live sampled object, when the device was
+    /// asked to send it; `None` in a version-1 snapshot.
+    pub objects: Option<Vec<LiveObject>>,
 }
 
 /// A memory mapping of the profiled program (host/PIE programs, or a kernel's modules).
@@ -51,6 +54,9 @@ pub struct Stack {
 /// Allocation record of one (stack, size) pair: the published `active` cycle. One
 /// type with the encoder's view of a bucket.
 pub use crate::snapshot::Bucket;
+
+/// One live sampled object of the object table: the same type the encoder writes.
+pub use crate::snapshot::LiveObject;
 
 impl Snapshot {
     /// Encode with the one snapshot encoder (same bytes a device would write).
@@ -90,5 +96,9 @@ impl crate::snapshot::SnapshotSource for Snapshot {
 
     fn buckets(&self) -> impl ExactSizeIterator<Item = Bucket> {
         self.buckets.iter().copied()
+    }
+
+    fn objects(&self) -> Option<impl ExactSizeIterator<Item = LiveObject>> {
+        self.objects.as_ref().map(|o| o.iter().copied())
     }
 }

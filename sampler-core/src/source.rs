@@ -12,17 +12,33 @@ use core::fmt;
 use postcard::ser_flavors::{Flavor, Slice};
 
 use crate::snapshot::{
-    self, Bucket, EncodeError, Frames, Header, MappingRef, SnapshotSource, StackRef,
+    self, Bucket, EncodeError, Frames, Header, LiveObject, MappingRef, SnapshotSource, StackRef,
 };
 use crate::tables::Tables;
 use crate::{Counters, Profiler};
 
 /// The profiler's tables borrowed under its lock, plus the mappings to publish.
+#[derive(Clone, Copy)]
 pub struct ProfilerView<'a, const S: usize, const F: usize, const B: usize, const L: usize> {
     tables: &'a Tables<S, F, B, L>,
     counters: Counters,
     rate: usize,
     mappings: &'a [MappingRef<'a>],
+    /// Write the object table (a version-2 snapshot).
+    objects: bool,
+}
+
+impl<const S: usize, const F: usize, const B: usize, const L: usize> ProfilerView<'_, S, F, B, L> {
+    /// The same view with the object table: every live sampled object's address, size
+    /// and stack, what `heapsnap leaks` needs next to a RAM image. Costs up to
+    /// `L` × (address + stack id + size) bytes on the wire; the snapshot becomes
+    /// version 2.
+    pub fn with_objects(self) -> Self {
+        ProfilerView {
+            objects: true,
+            ..self
+        }
+    }
 }
 
 impl<const S: usize, const F: usize, const B: usize, const L: usize> SnapshotSource
@@ -53,6 +69,16 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> SnapshotSou
             stack_id: u32::from(b.stack),
             size: b.size as u64,
             active: b.record.active.to_cycle(b.size),
+        })
+    }
+
+    fn objects(&self) -> Option<impl ExactSizeIterator<Item = LiveObject>> {
+        self.objects.then(|| {
+            self.tables.live().map(|(addr, stack, size)| LiveObject {
+                addr: addr as u64,
+                stack_id: u32::from(stack),
+                size: size as u64,
+            })
         })
     }
 }
@@ -111,6 +137,7 @@ impl<
                 counters,
                 rate: l.rate,
                 mappings,
+                objects: false,
             })
         })
         .ok_or(SnapshotError::Reentered)
@@ -125,6 +152,14 @@ impl<
 
     /// Most bytes a snapshot of these capacities can take with these `mappings`.
     pub const fn max_snapshot_len(mappings: &[MappingRef<'_>]) -> usize {
+        Self::max_len(mappings, 0)
+    }
+
+    /// [`MAX_SNAPSHOT_LEN`](Self::MAX_SNAPSHOT_LEN) with the object table
+    /// ([`write_snapshot_with_objects`](Self::write_snapshot_with_objects)).
+    pub const MAX_SNAPSHOT_LEN_WITH_OBJECTS: usize = Self::max_len(&[], L);
+
+    const fn max_len(mappings: &[MappingRef<'_>], objects: usize) -> usize {
         snapshot::max_encoded_len(
             snapshot::Shape {
                 word_size: core::mem::size_of::<usize>(),
@@ -132,9 +167,22 @@ impl<
                 frames: F,
                 depth: D,
                 buckets: B,
+                objects,
             },
             mappings,
         )
+    }
+
+    /// As [`write_snapshot`](Self::write_snapshot), with the object table (a
+    /// version-2 snapshot): what a leak check (`heapsnap leaks`) reads next to a RAM
+    /// image taken at the same moment. At sample rate 1 it lists every live object.
+    pub fn write_snapshot_with_objects<Fl: Flavor>(
+        &self,
+        mappings: &[MappingRef<'_>],
+        sink: Fl,
+    ) -> Result<Fl::Output, SnapshotError> {
+        self.with_view(mappings, |v| snapshot::encode(&v.with_objects(), sink))?
+            .map_err(SnapshotError::Encode)
     }
 
     /// Write a snapshot into any postcard [`Flavor`] (a UART, semihosting, a flash

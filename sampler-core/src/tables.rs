@@ -191,12 +191,24 @@ pub struct Tables<const S: usize, const F: usize, const B: usize, const L: usize
     frames: heapless::Vec<usize, F>,
     buckets: [BucketSlot; B],
     bucket_count: usize,
-    /// Sampled address → bucket index.
+    /// Sampled address → bucket index, the address kept [hidden](hide) so that a
+    /// leak checker scanning RAM does not take the profiler's own bookkeeping for a
+    /// reference that keeps every sampled object alive.
     live: FnvIndexMap<usize, u16, L>,
     /// Number of `advance_cycle` calls.
     pub cycle: u64,
     /// `cycle % 3`.
     phase: u8,
+}
+
+/// Mask the live map's addresses are stored under (gperftools' heap checker hides its
+/// own pointers the same way): `0x2000_1234` is kept as `0xd03a_4d4f`, which no
+/// conservative scan of a RAM image takes for a pointer into the heap.
+const HIDE_MASK: usize = 0xF03A_5F7B_F03A_5F7B_u64 as usize;
+
+/// An address as the live map stores it, and back (the mask is its own inverse).
+const fn hide(addr: usize) -> usize {
+    addr ^ HIDE_MASK
 }
 
 fn mix(h: u32, x: usize) -> u32 {
@@ -324,12 +336,12 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> Tables<S, F
 
     /// Remember a sampled object; `false` when the live map is full.
     pub fn track(&mut self, addr: usize, bucket: u16) -> bool {
-        self.live.insert(addr, bucket).is_ok()
+        self.live.insert(hide(addr), bucket).is_ok()
     }
 
     /// Forget a sampled object and credit its free; `false` if it was not tracked.
     pub fn untrack(&mut self, addr: usize) -> bool {
-        let Some(b) = self.live.remove(&addr) else {
+        let Some(b) = self.live.remove(&hide(addr)) else {
             return false;
         };
         let c = self.phase;
@@ -352,6 +364,20 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> Tables<S, F
     /// Number of sampled objects currently tracked.
     pub fn live_objects(&self) -> usize {
         self.live.len()
+    }
+
+    /// Live sampled objects: (address, stack index, size), for the object table. An
+    /// entry whose bucket slot is gone (cannot happen: buckets are never freed) is
+    /// skipped, and the encoder then reports the count it announced as a lie.
+    pub fn live(&self) -> impl ExactSizeIterator<Item = (usize, u16, usize)> + '_ {
+        let it = self.live.iter().filter_map(|(&k, &b)| {
+            let slot = self.buckets.get(usize::from(b)).filter(|s| s.used)?;
+            Some((hide(k), slot.stack, slot.size))
+        });
+        Counted {
+            it,
+            left: self.live.len(),
+        }
     }
 
     /// Interned stacks: (id, frames).

@@ -270,3 +270,64 @@ fn snapshots_stream_into_slices_and_cobs_frames() {
     let mut tiny = [0u8; 8];
     assert!(prof.write_snapshot_to_slice(&[], &mut tiny).is_err());
 }
+
+/// The object table (version 2) lists exactly the live sampled objects, each under the
+/// stack and size that allocated it; a plain snapshot of the same profiler stays
+/// version 1 without one. The bound for it holds, and the live map keeps no address in
+/// the clear (a RAM scan must not see the profiler's bookkeeping as references).
+#[test]
+fn object_table_lists_the_live_sampled_objects() {
+    use sampler_core::decoded::LiveObject;
+    use sampler_core::snapshot::{encode_to_vec, VERSION, VERSION_OBJECTS};
+    type P = Profiler<16, 256, 16, 16, 8>;
+    let prof = P::new(1, 1);
+    let a = [0x1111usize, 0x2222];
+    let b = [0x3333usize];
+    prof.record_alloc(p(0x5a5a_1000), 32, &a[..]);
+    prof.record_alloc(p(0x5a5a_2000), 32, &a[..]);
+    prof.record_alloc(p(0x5a5a_3000), 64, &b[..]);
+    prof.record_free(p(0x5a5a_2000), 32);
+    let bytes = prof
+        .with_view(&[], |v| encode_to_vec(&v.with_objects()))
+        .unwrap()
+        .unwrap();
+    let mut buf = vec![0u8; P::MAX_SNAPSHOT_LEN_WITH_OBJECTS];
+    let written = prof
+        .write_snapshot_with_objects(&[], sampler_core::snapshot::Slice::new(&mut buf))
+        .unwrap();
+    assert_eq!(&written[..], &bytes[..]);
+    assert!(bytes.len() <= P::MAX_SNAPSHOT_LEN_WITH_OBJECTS);
+    let s = decode(&bytes).unwrap();
+    assert_eq!(s.version, VERSION_OBJECTS);
+    let stack_of = |frames: &[u64]| s.stacks.iter().find(|st| st.frames == frames).unwrap().id;
+    let mut objs = s.objects.clone().unwrap();
+    objs.sort();
+    assert_eq!(
+        objs,
+        vec![
+            LiveObject {
+                addr: 0x5a5a_1000,
+                stack_id: stack_of(&[0x1111, 0x2222]),
+                size: 32
+            },
+            LiveObject {
+                addr: 0x5a5a_3000,
+                stack_id: stack_of(&[0x3333]),
+                size: 64
+            },
+        ]
+    );
+    let plain = snapshot(&prof);
+    assert_eq!((plain.version, plain.objects), (VERSION, None));
+    // The profiler's memory holds no live address as a plain word.
+    let raw = unsafe {
+        std::slice::from_raw_parts((&prof as *const P).cast::<u8>(), std::mem::size_of::<P>())
+    };
+    for addr in [0x5a5a_1000usize, 0x5a5a_2000, 0x5a5a_3000] {
+        let needle = addr.to_ne_bytes();
+        assert!(
+            !raw.chunks(needle.len()).any(|w| w == needle),
+            "the live map keeps {addr:#x} in the clear"
+        );
+    }
+}

@@ -146,8 +146,10 @@ fn the_bound_is_tight_for_a_source_of_the_widest_values() {
             frames: 20,
             depth: 6,
             buckets: 7,
+            objects: 0,
         };
         let snap = Snapshot {
+            objects: None,
             version: sampler_core::snapshot::VERSION,
             word_size,
             sample_rate: u64::MAX,

@@ -5,7 +5,9 @@
 mod snapshot_common;
 
 use sampler_core::decoded::{Bucket, Snapshot, Stack};
-use sampler_core::snapshot::{crc32, decode, decode_prefix, encode_to_vec, DecodeError, VERSION};
+use sampler_core::snapshot::{
+    crc32, decode, decode_prefix, encode_to_vec, DecodeError, LATEST_VERSION,
+};
 
 fn fixture_bytes() -> Vec<u8> {
     encode_to_vec(&snapshot_common::small()).unwrap()
@@ -108,7 +110,7 @@ fn value_flip_is_bad_crc_with_both_crcs() {
 
 #[test]
 fn other_versions_are_unsupported() {
-    for v in [0u16, 2, 0x100, u16::MAX] {
+    for v in [0u16, 3, 0x100, u16::MAX] {
         let mut b = fixture_bytes();
         b[4..6].copy_from_slice(&v.to_le_bytes());
         let e = decode(&reseal(b)).unwrap_err();
@@ -116,17 +118,17 @@ fn other_versions_are_unsupported() {
             e,
             DecodeError::UnsupportedVersion {
                 found: v,
-                supported: VERSION
+                supported: LATEST_VERSION
             }
         );
         assert!(e.to_string().contains(&format!("version {v}")), "{e}");
     }
     // Even a truncated snapshot of another version says so (nothing after is read).
     let mut b = fixture_bytes();
-    b[4] = 2;
+    b[4] = 3;
     assert!(matches!(
         decode(&b[..7]),
-        Err(DecodeError::UnsupportedVersion { found: 2, .. })
+        Err(DecodeError::UnsupportedVersion { found: 3, .. })
     ));
 }
 

@@ -9,7 +9,9 @@ mod snapshot_common;
 
 use std::path::PathBuf;
 
-use sampler_core::snapshot::{decode, decode_frames, encode_framed_to_vec, encode_to_vec, VERSION};
+use sampler_core::snapshot::{
+    decode, decode_frames, encode_framed_to_vec, encode_to_vec, VERSION, VERSION_OBJECTS,
+};
 
 fn golden(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -74,6 +76,26 @@ fn golden_bytes_decode_to_the_fixture() {
     assert_eq!(capture.last_good(), Some(&snapshot_common::small()));
 }
 
+/// Version 2: the same snapshot with its object table (§2.5), pinned byte for byte; the
+/// version-1 bytes above are untouched by the table's existence (a source without
+/// objects still writes version 1).
+#[test]
+fn object_table_encodes_to_the_version_2_golden_bytes() {
+    let snap = snapshot_common::small_with_objects();
+    let bytes = encode_to_vec(&snap).unwrap();
+    check_golden("small-objects.bin", &bytes);
+    assert_eq!(u16::from_le_bytes([bytes[4], bytes[5]]), VERSION_OBJECTS);
+    let v1 = encode_to_vec(&snapshot_common::small()).unwrap();
+    // Everything before the buckets' end is version 1's, but for the version field
+    // and the CRC; the table follows the buckets.
+    assert_eq!(bytes[6..v1.len() - 4], v1[6..v1.len() - 4]);
+    let back = decode(&bytes).unwrap();
+    assert_eq!(back, snap);
+    assert_eq!(back.version, VERSION_OBJECTS);
+    // A version-1 snapshot decodes with no table at all (not an empty one).
+    assert_eq!(decode(&v1).unwrap().objects, None);
+}
+
 /// Bytes an encoder wrote before the heap totals were appended to the counters (7
 /// counters, the version-1 minimum; `small.bin` as it was): still version 1, still
 /// decoded, and its totals are absent, not zero. The spec's §6 allows appending
@@ -122,6 +144,10 @@ fn spec_worked_example_is_the_golden_bytes() {
         (
             "<!-- golden: small.cobs -->",
             std::fs::read(golden("small.cobs")).unwrap(),
+        ),
+        (
+            "<!-- golden: small-objects.bin -->",
+            std::fs::read(golden("small-objects.bin")).unwrap(),
         ),
     ] {
         let at = spec

@@ -5,9 +5,11 @@
 //! by the caller, see [`Loader`]), so it builds for wasm32 too.
 
 mod resolve;
+mod statics;
 
 pub use heapsnap_profile::import::{hex, machine_name, SymFrame};
 pub use resolve::{ConvertError, Loader, Resolver};
+pub use statics::{static_data, StaticData};
 
 use gimli::{EndianArcSlice, RunTimeEndian};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};

@@ -120,8 +120,56 @@ pub fn build_and_run() -> Res<Vec<PathBuf>> {
     tools::ensure_targets(&[TARGET])?;
     ensure_qemu(&LM3S6965)?;
     let elf = build("firmware", TARGET, "heapsnap-firmware")?;
-    run_into(&elf, &out_dir())
+    let snaps = run_into(&elf, &out_dir())?;
+    run_leak_check(&elf)?;
+    Ok(snaps)
 }
+
+/// The demo machine with the semihosting command line `firmware leaks`: the firmware's
+/// leak-check run (sample rate 1, the object table and the RAM at the end).
+pub const LM3S6965_LEAKS: Machine = Machine {
+    args: &[
+        "-cpu",
+        "cortex-m3",
+        "-machine",
+        "lm3s6965evb",
+        "-nographic",
+        "-semihosting-config",
+        "enable=on,target=native,arg=firmware,arg=leaks",
+    ],
+    ..LM3S6965
+};
+
+/// Where the leak-check run writes `leaks-snap.bin`, `leaks-ram.bin` and its console
+/// log (`qemu.log`, with the firmware's own `lost: N blocks, B bytes`).
+pub fn leaks_out_dir() -> PathBuf {
+    out_dir().join("leaks")
+}
+
+/// Run the firmware's leak-check mode into [`leaks_out_dir`]; checks that it wrote
+/// the snapshot and the RAM image.
+pub fn run_leak_check(elf: &Path) -> Res {
+    let out = leaks_out_dir();
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    for name in LEAK_FILES {
+        let _ = std::fs::remove_file(out.join(name));
+    }
+    eprintln!("    leak-check run (rate 1, object table, RAM image):");
+    run_qemu(&LM3S6965_LEAKS, elf, &out)?;
+    for name in LEAK_FILES {
+        if !out.join(name).is_file() {
+            return Err(format!(
+                "the leak-check run wrote no {name} into {}; see {}",
+                out.display(),
+                out.join(LOG_NAME).display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What the leak-check run writes.
+pub const LEAK_FILES: [&str; 2] = ["leaks-snap.bin", "leaks-ram.bin"];
 
 /// Where the RISC-V firmware's run goes (laid out like [`out_dir`]); the e2e tests find
 /// it under `HEAPSNAP_FIRMWARE_OUT`.

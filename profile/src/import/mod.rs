@@ -26,7 +26,7 @@ use sampler_core::decoded::Snapshot;
 pub use snapshot::{
     bucket_values, comments, hex, inspect_report, machine_name, mapping_index, scale_heap_sample,
     site, snapshot_mappings, to_profile, to_profile_limited, warnings, NoSymbols, Resolved,
-    SymFrame, Symbols, SAMPLE_TYPES,
+    SiteStacks, SymFrame, Symbols, SAMPLE_TYPES,
 };
 
 /// A decoded input file.

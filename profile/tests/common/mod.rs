@@ -15,6 +15,7 @@ pub fn firmware_snapshot() -> Snapshot {
         free_bytes: frees * size,
     };
     Snapshot {
+        objects: None,
         version: 1,
         word_size: 4,
         sample_rate: 128,
@@ -83,6 +84,7 @@ pub fn host_snapshot() -> Snapshot {
         free_bytes: frees * size,
     };
     Snapshot {
+        objects: None,
         version: 1,
         word_size: 8,
         sample_rate: 512 * 1024,

@@ -43,9 +43,17 @@ use crate::{Counters, Cycle};
 /// snapshot from any other file.
 pub const MAGIC: [u8; 4] = *b"HSNP";
 
-/// Format version written by this crate's encoder and the only one its decoder reads.
-/// Bumped on any change to the byte layout (see "Versioning" in the spec).
+/// Format version the encoder writes for a snapshot without an object table: the
+/// bytes every encoder since the first wrote, unchanged (see "Versioning" in the spec).
 pub const VERSION: u16 = 1;
+
+/// Format version of a snapshot that carries the object table (§2.5 of the spec):
+/// version 1's layout with one more section after the buckets. The encoder writes it
+/// only when the source offers objects ([`SnapshotSource::objects`]).
+pub const VERSION_OBJECTS: u16 = 2;
+
+/// Newest version the decoder reads (it reads every version from 1 up to this one).
+pub const LATEST_VERSION: u16 = VERSION_OBJECTS;
 
 /// Number of counters every version-1 snapshot carries (a decoder rejects fewer):
 /// the `v1` part of the counter table, so the spec's minimum cannot drift from it.
@@ -65,6 +73,9 @@ pub struct Shape {
     pub depth: usize,
     /// Most buckets.
     pub buckets: usize,
+    /// Most entries of the object table: the live map's capacity when the snapshot
+    /// carries it, 0 when it does not.
+    pub objects: usize,
 }
 
 /// Bytes of the longest varint postcard writes for a value of `bits` bits.
@@ -120,6 +131,11 @@ pub const fn max_encoded_len(shape: Shape, mappings: &[MappingRef<'_>]) -> usize
     n += frames * frame;
     n += varint_len(bits(shape.buckets));
     n += shape.buckets * (stack_id + word + 4 * U64);
+    if shape.objects > 0 {
+        // Address deltas are zigzag words (one more bit), then stack id and size.
+        n += varint_len(bits(shape.objects));
+        n += shape.objects * (frame + stack_id + word);
+    }
     n + 4
 }
 
@@ -253,6 +269,19 @@ pub struct Bucket {
     pub active: Cycle,
 }
 
+/// One live sampled object as the object table carries it: where it is, how big, and
+/// which bucket (stack, size) allocated it. A leak checker needs exactly this to tell
+/// heap objects from other memory in a RAM image.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LiveObject {
+    /// First byte of the object (the pointer the allocator returned).
+    pub addr: u64,
+    /// Id of the [`StackRef`] that allocated it.
+    pub stack_id: u32,
+    /// Requested size in bytes; with `stack_id` it names the object's [`Bucket`].
+    pub size: u64,
+}
+
 /// Anything that can be written as a snapshot: the device profiler and the host's owned
 /// `decoded::Snapshot` implement it, and [`encode`] is the one writer for both.
 ///
@@ -269,4 +298,11 @@ pub trait SnapshotSource {
     fn stacks(&self) -> impl ExactSizeIterator<Item = StackRef<'_>>;
     /// Buckets; every `stack_id` must name a stack from [`stacks`](Self::stacks).
     fn buckets(&self) -> impl ExactSizeIterator<Item = Bucket>;
+    /// The object table, when the integrator asked for it (it costs bytes on the
+    /// wire): `Some` makes the encoder write a version-2 snapshot with the table,
+    /// `None` (the default) a version-1 snapshot, byte for byte as before. Every
+    /// object's (`stack_id`, `size`) must name a bucket from [`buckets`](Self::buckets).
+    fn objects(&self) -> Option<impl ExactSizeIterator<Item = LiveObject>> {
+        None::<core::iter::Empty<LiveObject>>
+    }
 }

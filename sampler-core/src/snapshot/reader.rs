@@ -11,7 +11,7 @@ use std::fmt;
 use crate::decoded::{Mapping, Snapshot, Stack};
 use crate::Counters;
 
-use super::{crc32, Bucket, COUNTERS_V1, MAGIC, VERSION};
+use super::{crc32, Bucket, LiveObject, COUNTERS_V1, LATEST_VERSION, MAGIC, VERSION};
 
 /// Why bytes are not a snapshot. Offsets count from the first byte of the snapshot;
 /// for a frame of a serial capture ([`decode_frames`]) they are offsets in the
@@ -95,6 +95,7 @@ const HEAP_TOTALS: usize = COUNTERS_V1;
 const MIN_MAPPING: usize = 5; // start, end, offset, name len, build id len
 const MIN_STACK: usize = 2; // id, frame count
 const MIN_BUCKET: usize = 6; // stack id, size, four cycle fields
+const MIN_OBJECT: usize = 3; // address (delta), stack id, size
 
 /// Decode exactly one snapshot; bytes after its CRC are an error.
 pub fn decode(bytes: &[u8]) -> Result<Snapshot> {
@@ -140,10 +141,10 @@ pub fn decode_prefix(bytes: &[u8]) -> Result<(Snapshot, usize)> {
     }
     let v = r.take(2)?;
     let version = u16::from_le_bytes([v[0], v[1]]);
-    if version != VERSION {
+    if !(VERSION..=LATEST_VERSION).contains(&version) {
         return Err(DecodeError::UnsupportedVersion {
             found: version,
-            supported: VERSION,
+            supported: LATEST_VERSION,
         });
     }
 
@@ -272,6 +273,48 @@ pub fn decode_prefix(bytes: &[u8]) -> Result<(Snapshot, usize)> {
         });
     }
 
+    // Version 2: the object table (§2.5), each object naming one of the buckets.
+    let objects = if version >= super::VERSION_OBJECTS {
+        let keys: HashSet<(u32, u64)> = buckets.iter().map(|b| (b.stack_id, b.size)).collect();
+        let n = r.count(MIN_OBJECT)?;
+        let mut objects = Vec::with_capacity(n);
+        let mut prev = 0u64;
+        for i in 0..n {
+            let at = r.pos;
+            let addr = if i == 0 {
+                r.varint()?
+            } else {
+                prev.wrapping_add(r.varint_i64()? as u64)
+            };
+            prev = addr;
+            let stack_id = r.varint_u32()?;
+            let size = r.varint()?;
+            if addr > word_max {
+                r.defer(
+                    at,
+                    format!("object address {addr:#x} does not fit the {word_size}-byte word size"),
+                );
+            }
+            if !keys.contains(&(stack_id, size)) {
+                r.defer(
+                    at,
+                    format!(
+                        "object at {addr:#x} names bucket (stack {stack_id}, size {size}), \
+                         which is not in the snapshot"
+                    ),
+                );
+            }
+            objects.push(LiveObject {
+                addr,
+                stack_id,
+                size,
+            });
+        }
+        Some(objects)
+    } else {
+        None
+    };
+
     let crc_at = r.pos;
     let stored = r.take(4)?;
     let expected = u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]]);
@@ -295,6 +338,7 @@ pub fn decode_prefix(bytes: &[u8]) -> Result<(Snapshot, usize)> {
         mappings,
         stacks,
         buckets,
+        objects,
     };
     Ok((snap, r.pos))
 }

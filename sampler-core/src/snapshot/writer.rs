@@ -6,7 +6,7 @@ use postcard::ser_flavors::{Flavor, Slice};
 use serde::Serializer as _;
 
 use super::crc::CrcFlavor;
-use super::{CobsFlavor, SnapshotSource, MAGIC, VERSION};
+use super::{CobsFlavor, SnapshotSource, MAGIC, VERSION, VERSION_OBJECTS};
 
 /// Why a snapshot could not be written.
 #[cfg_attr(all(feature = "defmt", target_os = "none"), derive(defmt::Format))]
@@ -26,7 +26,7 @@ pub enum EncodeError {
     /// announced; the count is already on the wire, so the snapshot is abandoned
     /// (no CRC is written, a reader rejects the partial bytes).
     LengthMismatch {
-        /// `"mappings"`, `"stacks"`, `"frames"` or `"buckets"`.
+        /// `"mappings"`, `"stacks"`, `"frames"`, `"buckets"` or `"objects"`.
         section: &'static str,
         announced: usize,
         /// Items yielded (capped at `announced + 1`).
@@ -160,7 +160,13 @@ where
     F: Flavor,
 {
     out.output.try_extend(&MAGIC)?;
-    out.output.try_extend(&VERSION.to_le_bytes())?;
+    // Version 1 unless the source offers its object table (then version 2, §2.5).
+    let version = if src.objects().is_some() {
+        VERSION_OBJECTS
+    } else {
+        VERSION
+    };
+    out.output.try_extend(&version.to_le_bytes())?;
     let h = src.header();
     out.output.try_push(h.word_size)?;
     out.serialize_u64(h.sample_rate)?;
@@ -205,7 +211,24 @@ where
         out.serialize_u64(b.active.alloc_bytes)?;
         out.serialize_u64(b.active.free_bytes)?;
         Ok(())
-    })
+    })?;
+
+    if let Some(objects) = src.objects() {
+        let mut prev = 0u64;
+        section(out, "objects", objects, |out, i, o| {
+            if i == 0 {
+                out.serialize_u64(o.addr)?;
+            } else {
+                // Like frames: the signed distance to the previous object's address.
+                out.serialize_i64(o.addr.wrapping_sub(prev) as i64)?;
+            }
+            prev = o.addr;
+            out.serialize_u32(o.stack_id)?;
+            out.serialize_u64(o.size)?;
+            Ok(())
+        })?;
+    }
+    Ok(())
 }
 
 /// The serializer every section writes into (the CRC computed on the way).

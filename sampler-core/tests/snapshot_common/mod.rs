@@ -24,8 +24,29 @@ pub fn small_twelve_counters() -> Snapshot {
     s
 }
 
+/// [`small`] with its object table (`tests/golden/small-objects.bin`, version 2): four
+/// live objects, in the live map's (hash) order, so the address deltas go both ways.
+pub fn small_with_objects() -> Snapshot {
+    use sampler_core::decoded::LiveObject;
+    let o = |addr, stack_id, size| LiveObject {
+        addr,
+        stack_id,
+        size,
+    };
+    let mut s = small();
+    s.version = 2;
+    s.objects = Some(vec![
+        o(0x2000_0100, 0, 16),
+        o(0x2000_0040, 0, 16),
+        o(0x2000_0200, 0, 64),
+        o(0x2000_0120, 0, 16),
+    ]);
+    s
+}
+
 pub fn small() -> Snapshot {
     Snapshot {
+        objects: None,
         version: 1,
         word_size: 4,
         sample_rate: 512 * 1024,

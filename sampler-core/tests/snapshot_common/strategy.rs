@@ -109,6 +109,7 @@ pub fn snapshot() -> impl Strategy<Value = Snapshot> {
                             .collect()
                     };
                     Snapshot {
+                        objects: None,
                         version: 1,
                         word_size,
                         sample_rate,

@@ -159,7 +159,7 @@ pub fn to_profile_limited(
     progress: &mut dyn FnMut(u64, u64),
     budget: &mut Budget,
 ) -> Result<Profile, LimitError> {
-    let mut c = Converter::new(snap, symbols);
+    let mut c = Converter::new(snap, symbols, &SAMPLE_TYPES, true);
     let total = snap.buckets.len() as u64;
     let mut samples = 0u64;
     for (n, bucket) in snap.buckets.iter().enumerate() {
@@ -211,19 +211,29 @@ struct Converter<'a> {
     /// several sizes share a stack).
     frames: HashMap<u32, &'a [u64]>,
     stacks: HashMap<u32, Vec<u64>>,
+    /// Per stack: (first frame kept, innermost lines of it skipped), the allocation
+    /// site's trim.
+    trims: HashMap<u32, (usize, usize)>,
 }
 
 impl<'a> Converter<'a> {
-    fn new(snap: &'a Snapshot, symbols: &'a mut dyn Symbols) -> Self {
+    fn new(
+        snap: &'a Snapshot,
+        symbols: &'a mut dyn Symbols,
+        types: &[(&str, &str)],
+        period: bool,
+    ) -> Self {
         let mut b = Builder::new();
-        for (t, u) in SAMPLE_TYPES {
+        for (t, u) in types {
             b.sample_type(t, u);
         }
-        b.period(
-            "space",
-            "bytes",
-            i64::try_from(snap.sample_rate).unwrap_or(i64::MAX),
-        );
+        if period {
+            b.period(
+                "space",
+                "bytes",
+                i64::try_from(snap.sample_rate).unwrap_or(i64::MAX),
+            );
+        }
         for c in inspect::comments(snap) {
             b.comment(&c);
         }
@@ -248,6 +258,7 @@ impl<'a> Converter<'a> {
                 .map(|s| (s.id, s.frames.as_slice()))
                 .collect(),
             stacks: HashMap::default(),
+            trims: HashMap::default(),
         }
     }
 
@@ -297,6 +308,7 @@ impl<'a> Converter<'a> {
                 .iter()
                 .map(|a| self.addresses.get(a).map_or((0, 0), |r| r.lead)),
         );
+        self.trims.insert(stack_id, (first, skip));
         let frames = frames.get(first..).unwrap_or(&[]);
         let locs: Vec<u64> = frames
             .iter()
@@ -339,10 +351,74 @@ impl<'a> Converter<'a> {
         Some(id)
     }
 
+    /// The symbolized frames of a stack from its allocation site on, innermost first
+    /// (after [`Converter::stack_locations`] of it); an unsymbolized address is one
+    /// frame named by its hex address.
+    fn site_frames(&self, stack_id: u32) -> Vec<SymFrame> {
+        let frames = self.frames.get(&stack_id).copied().unwrap_or(&[]);
+        let (first, skip) = self.trims.get(&stack_id).copied().unwrap_or((0, 0));
+        let mut out = Vec::new();
+        for (k, addr) in frames.iter().enumerate().skip(first) {
+            let skip = if k == first { skip } else { 0 };
+            match self.addresses.get(addr) {
+                Some(a) if !a.resolved.frames.is_empty() => {
+                    out.extend(a.resolved.frames.iter().skip(skip).cloned())
+                }
+                _ => out.push(SymFrame {
+                    function: format!("{addr:#x}"),
+                    ..SymFrame::default()
+                }),
+            }
+        }
+        out
+    }
+
     fn finish(mut self) -> Profile {
         for (id, f) in self.flags {
             self.b.mapping_flags(id, f);
         }
         self.b.finish()
+    }
+}
+
+/// The snapshot's stacks as symbolized pprof locations, trimmed at the allocation site
+/// exactly as [`to_profile`] does, for a caller that builds its own samples on them
+/// (the retention profile of `heapsnap retain`, the sites of `heapsnap leaks`): one
+/// symbolization, one notion of "allocation site".
+pub struct SiteStacks<'a> {
+    c: Converter<'a>,
+}
+
+impl<'a> SiteStacks<'a> {
+    /// A profile with these sample types (no period), the snapshot's comments and the
+    /// symbolizer's warnings.
+    pub fn new(snap: &'a Snapshot, symbols: &'a mut dyn Symbols, types: &[(&str, &str)]) -> Self {
+        SiteStacks {
+            c: Converter::new(snap, symbols, types, false),
+        }
+    }
+
+    /// Location ids of a stack, leaf (the allocation site) first.
+    pub fn locations(&mut self, stack_id: u32) -> Vec<u64> {
+        let mut budget = Budget::new(&Limits::unlimited(), 0);
+        self.c
+            .stack_locations(stack_id, &mut budget, &|| String::new())
+            .unwrap_or_default()
+    }
+
+    /// Frames of a stack from its allocation site on, innermost first.
+    pub fn frames(&mut self, stack_id: u32) -> Vec<SymFrame> {
+        self.locations(stack_id);
+        self.c.site_frames(stack_id)
+    }
+
+    /// The builder, for the caller's own locations and samples.
+    pub fn builder(&mut self) -> &mut Builder {
+        &mut self.c.b
+    }
+
+    /// The finished profile.
+    pub fn finish(self) -> Profile {
+        self.c.finish()
     }
 }

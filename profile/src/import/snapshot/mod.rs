@@ -7,7 +7,7 @@ pub mod site;
 
 pub use convert::{
     bucket_values, hex, mapping_index, scale_heap_sample, snapshot_mappings, to_profile,
-    to_profile_limited, NoSymbols, Resolved, SymFrame, Symbols, SAMPLE_TYPES,
+    to_profile_limited, NoSymbols, Resolved, SiteStacks, SymFrame, Symbols, SAMPLE_TYPES,
 };
 pub use inspect::{comments, machine_name, report as inspect_report, warnings};
 

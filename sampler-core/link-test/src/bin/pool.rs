@@ -1,6 +1,7 @@
 //! The explicit API for a pool that is not a `GlobalAlloc`: `record_alloc` /
 //! `record_free` with a caller-walked and a caller-supplied stack, counters, exact heap
-//! totals, cycles, and a COBS-framed snapshot. Linked only to prove no panic is reachable.
+//! totals, cycles, a COBS-framed snapshot and one with the object table (version 2).
+//! Linked only to prove no panic is reachable.
 #![no_std]
 #![no_main]
 
@@ -38,6 +39,11 @@ fn main() -> ! {
             let buf = unsafe { &mut *core::ptr::addr_of_mut!(FRAME) };
             black_box(
                 POOL.write_snapshot_framed(&[], Slice::new(buf))
+                    .map(|s| s.len())
+                    .unwrap_or(0),
+            );
+            black_box(
+                POOL.write_snapshot_with_objects(&[], Slice::new(buf))
                     .map(|s| s.len())
                     .unwrap_or(0),
             );

@@ -1,0 +1,544 @@
+//! Who holds it: a leak check and reference paths from a RAM image, the object table
+//! of a snapshot (format version 2) and the program's static data.
+//!
+//! The model is valgrind memcheck's: memory is scanned conservatively (every aligned
+//! word that points into a known object is a reference), starting from *roots* (the
+//! program's `.data` and `.bss`, a stack range). An object reached by a chain of
+//! pointers to its first byte is *still reachable*; one reached only through a chain
+//! with an interior pointer is *possibly lost*; the others are lost, *definitely* for
+//! the first of each group of unreachable objects that point to each other (valgrind's
+//! clique leader) and *indirectly* for the rest. Pure computation over bytes: the CLI
+//! reads the files and the ELF (`heapsnap-symbolize` finds the roots).
+
+mod report;
+
+pub use report::{partial_answer_warnings, retention_profile, summary, RETENTION_COMMENT};
+
+use std::collections::VecDeque;
+use std::fmt;
+
+/// One RAM image: raw bytes as a debugger or the firmware dumped them, and the
+/// address of their first byte.
+#[derive(Clone, Debug)]
+pub struct Image {
+    /// Where it came from (file name), for messages.
+    pub name: String,
+    /// Address of `bytes[0]`.
+    pub addr: u64,
+    pub bytes: Vec<u8>,
+}
+
+impl Image {
+    fn end(&self) -> u64 {
+        self.addr.saturating_add(self.bytes.len() as u64)
+    }
+}
+
+/// A root range: memory whose words keep objects alive (a static, the rest of a
+/// writable section, a stack).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Root {
+    /// What it is, as a reader knows it (`app::ROUTER`, `.bss+0x40`, `stack`).
+    pub name: String,
+    pub start: u64,
+    pub size: u64,
+}
+
+impl Root {
+    fn end(&self) -> u64 {
+        self.start.saturating_add(self.size)
+    }
+}
+
+/// A live heap object from the snapshot's object table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Object {
+    pub addr: u64,
+    pub size: u64,
+    /// The snapshot stack that allocated it.
+    pub stack_id: u32,
+}
+
+impl Object {
+    fn end(&self) -> u64 {
+        self.addr.saturating_add(self.size)
+    }
+}
+
+/// valgrind's leak categories, in the order its summary prints them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Category {
+    /// Unreachable, and no other unreachable object points to it.
+    DefinitelyLost,
+    /// Unreachable, but pointed to by a definitely (or indirectly) lost object.
+    IndirectlyLost,
+    /// Reached only through a chain that holds an interior pointer.
+    PossiblyLost,
+    /// Reached from a root by pointers to objects' first bytes.
+    StillReachable,
+}
+
+impl Category {
+    /// All four, in summary order.
+    pub const ALL: [Category; 4] = [
+        Category::DefinitelyLost,
+        Category::IndirectlyLost,
+        Category::PossiblyLost,
+        Category::StillReachable,
+    ];
+
+    /// valgrind's words for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::DefinitelyLost => "definitely lost",
+            Category::IndirectlyLost => "indirectly lost",
+            Category::PossiblyLost => "possibly lost",
+            Category::StillReachable => "still reachable",
+        }
+    }
+
+    /// Does it fail a leak check (valgrind's `--errors-for-leak-kinds=definite,indirect`)?
+    pub fn is_leak(self) -> bool {
+        matches!(self, Category::DefinitelyLost | Category::IndirectlyLost)
+    }
+}
+
+/// Where the reference that reached an object was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holder {
+    /// In root `roots[i]`.
+    Root(usize),
+    /// In object `objects[i]`.
+    Object(usize),
+}
+
+/// One reference: the word at `offset` bytes into its holder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Edge {
+    pub holder: Holder,
+    pub offset: u64,
+}
+
+/// Why a leak check cannot be done with these inputs.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LeakError {
+    /// Two images claim the same address.
+    #[error("RAM images {a} ({a_start:#x}..{a_end:#x}) and {b} ({b_start:#x}..{b_end:#x}) overlap: every address must come from one image (check the @ADDR of each --ram)")]
+    ImagesOverlap {
+        a: String,
+        a_start: u64,
+        a_end: u64,
+        b: String,
+        b_start: u64,
+        b_end: u64,
+    },
+    /// An image runs past the end of the address space.
+    #[error("RAM image {name} at {addr:#x} ({len} bytes) runs past the end of the {bits}-bit address space")]
+    ImageTooLong {
+        name: String,
+        addr: u64,
+        len: u64,
+        bits: u32,
+    },
+    /// No object table: a version-1 snapshot.
+    #[error("the snapshot has no object table (format version {version}): a leak check needs the live objects' addresses; write the snapshot with `write_snapshot_with_objects` (format version 2) at the moment the RAM image is taken")]
+    NoObjectTable { version: u16 },
+    /// Two objects of the table overlap.
+    #[error("live objects {a:#x} ({a_size} B) and {b:#x} ({b_size} B) overlap: the snapshot's object table is not a heap's (corrupt, or not from this allocator)")]
+    ObjectsOverlap {
+        a: u64,
+        a_size: u64,
+        b: u64,
+        b_size: u64,
+    },
+    /// An object is not (wholly) in the images.
+    #[error(
+        "live object {addr:#x}..{end:#x} ({size} B) is not in the RAM images ({images}){hint}"
+    )]
+    ObjectNotInImages {
+        addr: u64,
+        end: u64,
+        size: u64,
+        images: String,
+        hint: String,
+    },
+    /// A root range is not (wholly) in the images.
+    #[error("{name} ({start:#x}..{end:#x}) is not in the RAM images ({images}): the images do not hold the program's static data; dump the RAM that holds .data and .bss, at the addresses the ELF gives, or check the @ADDR of each --ram")]
+    RootNotInImages {
+        name: String,
+        start: u64,
+        end: u64,
+        images: String,
+    },
+}
+
+/// The images, sorted and checked not to overlap: reads words by address.
+pub struct Memory {
+    images: Vec<Image>,
+    word: usize,
+    big_endian: bool,
+}
+
+impl Memory {
+    /// Check and sort `images`; `word_size` (2, 4 or 8) and the byte order are the
+    /// target's.
+    pub fn new(mut images: Vec<Image>, word_size: u8, big_endian: bool) -> Result<Self, LeakError> {
+        let bits = u32::from(word_size) * 8;
+        let top = if bits >= 64 { u64::MAX } else { 1u64 << bits };
+        for i in &images {
+            let len = i.bytes.len() as u64;
+            if i.addr.checked_add(len).is_none_or(|e| bits < 64 && e > top) {
+                return Err(LeakError::ImageTooLong {
+                    name: i.name.clone(),
+                    addr: i.addr,
+                    len,
+                    bits,
+                });
+            }
+        }
+        images.sort_by_key(|i| i.addr);
+        for w in images.windows(2) {
+            let (a, b) = (&w[0], &w[1]);
+            if b.addr < a.end() && !b.bytes.is_empty() && !a.bytes.is_empty() {
+                return Err(LeakError::ImagesOverlap {
+                    a: a.name.clone(),
+                    a_start: a.addr,
+                    a_end: a.end(),
+                    b: b.name.clone(),
+                    b_start: b.addr,
+                    b_end: b.end(),
+                });
+            }
+        }
+        Ok(Memory {
+            images,
+            word: usize::from(word_size.clamp(2, 8)),
+            big_endian,
+        })
+    }
+
+    /// The image holding `addr`, if any.
+    fn image(&self, addr: u64) -> Option<&Image> {
+        let i = self.images.partition_point(|i| i.addr <= addr);
+        let img = self.images.get(i.checked_sub(1)?)?;
+        (addr < img.end()).then_some(img)
+    }
+
+    /// The bytes `[start, start + len)` if one image holds them all.
+    fn bytes(&self, start: u64, len: u64) -> Option<&[u8]> {
+        let img = self.image(start)?;
+        let off = usize::try_from(start - img.addr).ok()?;
+        let len = usize::try_from(len).ok()?;
+        img.bytes.get(off..off.checked_add(len)?)
+    }
+
+    /// "a.bin at 0x20000000..0x20010000, …" for messages.
+    fn describe(&self) -> String {
+        if self.images.is_empty() {
+            return "none given".into();
+        }
+        self.images
+            .iter()
+            .map(|i| format!("{} at {:#x}..{:#x}", i.name, i.addr, i.end()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Calls `f(offset, value)` for every aligned word of `[start, start + len)`.
+    fn words(&self, start: u64, len: u64, mut f: impl FnMut(u64, u64)) {
+        let w = self.word as u64;
+        let first = start.div_ceil(w) * w;
+        let Some(bytes) = self.bytes(start, len) else {
+            return;
+        };
+        let skip = (first - start) as usize;
+        let Some(bytes) = bytes.get(skip..) else {
+            return;
+        };
+        for (k, c) in bytes.chunks_exact(self.word).enumerate() {
+            let mut v = 0u64;
+            if self.big_endian {
+                for &b in c {
+                    v = (v << 8) | u64::from(b);
+                }
+            } else {
+                for &b in c.iter().rev() {
+                    v = (v << 8) | u64::from(b);
+                }
+            }
+            f(skip as u64 + (k * self.word) as u64, v);
+        }
+    }
+}
+
+/// The leak check's answer: every object's category and the reference that reached it.
+#[derive(Debug)]
+pub struct Leaks {
+    /// The objects, sorted by address.
+    pub objects: Vec<Object>,
+    /// Category of `objects[i]`.
+    pub category: Vec<Category>,
+    /// The reference that reached `objects[i]` first (breadth first from the roots,
+    /// so the path is a shortest one); for an indirectly lost object, the reference
+    /// from its group of lost objects; `None` for definitely lost ones.
+    pub parent: Vec<Option<Edge>>,
+    /// The roots scanned.
+    pub roots: Vec<Root>,
+    /// Roots left out because heap objects lie in them (the heap arena itself, a
+    /// static allocator's pool): scanning them would keep every freed block's stale
+    /// pointers alive.
+    pub excluded: Vec<Root>,
+}
+
+impl Leaks {
+    /// (bytes, blocks) of a category.
+    pub fn totals(&self, c: Category) -> (u64, u64) {
+        self.objects
+            .iter()
+            .zip(&self.category)
+            .filter(|(_, &k)| k == c)
+            .fold((0, 0), |(b, n), (o, _)| (b + o.size, n + 1))
+    }
+
+    /// Is anything definitely or indirectly lost (a failed leak check)?
+    pub fn has_leaks(&self) -> bool {
+        self.category.iter().any(|c| c.is_leak())
+    }
+
+    /// The chain of references that reached object `i`, from the root (or the lost
+    /// group's first object) to the holder of `i`'s own reference.
+    pub fn path(&self, i: usize) -> Vec<Edge> {
+        let mut path = Vec::new();
+        let mut at = i;
+        // Bounded: parents form a tree (each object's parent was set before it was
+        // queued), but a corrupt table must not loop.
+        for _ in 0..=self.objects.len() {
+            let Some(e) = self.parent.get(at).copied().flatten() else {
+                break;
+            };
+            path.push(e);
+            match e.holder {
+                Holder::Root(_) => break,
+                Holder::Object(j) => at = j,
+            }
+        }
+        path.reverse();
+        path
+    }
+}
+
+/// The snapshot's object table as [`Object`]s, or why there is none.
+pub fn objects_of(snap: &sampler_core::decoded::Snapshot) -> Result<Vec<Object>, LeakError> {
+    let table = snap.objects.as_ref().ok_or(LeakError::NoObjectTable {
+        version: snap.version,
+    })?;
+    Ok(table
+        .iter()
+        .map(|o| Object {
+            addr: o.addr,
+            size: o.size,
+            stack_id: o.stack_id,
+        })
+        .collect())
+}
+
+/// Run the leak check: `objects` in `memory`, scanned from `roots`.
+///
+/// Roots that contain an object are left out (see [`Leaks::excluded`]). Every object
+/// and every remaining root must be wholly in the images. Each object is scanned at
+/// most three times (reached as possibly lost, upgraded to reachable, and in the lost
+/// pass), so the work is linear in the memory scanned times the lookup's log.
+pub fn scan(
+    memory: &Memory,
+    roots: Vec<Root>,
+    mut objects: Vec<Object>,
+) -> Result<Leaks, LeakError> {
+    objects.sort();
+    objects.dedup();
+    for w in objects.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        if b.addr < a.end() || (a.size == 0 && a.addr == b.addr) {
+            return Err(LeakError::ObjectsOverlap {
+                a: a.addr,
+                a_size: a.size,
+                b: b.addr,
+                b_size: b.size,
+            });
+        }
+    }
+    for o in &objects {
+        if memory.bytes(o.addr, o.size).is_none() {
+            let hint = match memory.image(o.addr) {
+                Some(img) => format!(
+                    ": image {} ends at {:#x}, inside the object; the image is shorter than the RAM it should hold (a truncated dump?)",
+                    img.name,
+                    img.end()
+                ),
+                None => ": the images do not hold the heap; dump the RAM the heap is in, at the right @ADDR".into(),
+            };
+            return Err(LeakError::ObjectNotInImages {
+                addr: o.addr,
+                end: o.end(),
+                size: o.size,
+                images: memory.describe(),
+                hint,
+            });
+        }
+    }
+    let (mut kept, mut excluded) = (Vec::new(), Vec::new());
+    for r in roots {
+        let i = objects.partition_point(|o| o.addr < r.start);
+        if objects.get(i).is_some_and(|o| o.addr < r.end()) {
+            excluded.push(r);
+            continue;
+        }
+        if r.size > 0 && memory.bytes(r.start, r.size).is_none() {
+            return Err(LeakError::RootNotInImages {
+                end: r.end(),
+                name: r.name,
+                start: r.start,
+                images: memory.describe(),
+            });
+        }
+        kept.push(r);
+    }
+    let roots = kept;
+
+    let lo = objects.first().map_or(0, |o| o.addr);
+    let hi = objects.iter().map(Object::end).max().unwrap_or(0);
+    // The object a word points into: (index, points at its first byte).
+    let find = |p: u64| -> Option<(usize, bool)> {
+        if p < lo || p >= hi.max(lo + 1) {
+            return None;
+        }
+        let i = objects.partition_point(|o| o.addr <= p).checked_sub(1)?;
+        let o = objects.get(i)?;
+        (p == o.addr || p < o.end()).then_some((i, p == o.addr))
+    };
+
+    // Breadth first from the roots: state 0 unreached, 1 possibly lost, 2 still
+    // reachable; an object is queued again when its state improves (at most twice).
+    let n = objects.len();
+    let mut m = Marks {
+        state: vec![0u8; n],
+        parent: vec![None; n],
+        queue: VecDeque::new(),
+    };
+    for (k, r) in roots.iter().enumerate() {
+        memory.words(r.start, r.size, |off, v| {
+            m.reach(find(v), Holder::Root(k), 2, off)
+        });
+    }
+    while let Some(i) = m.queue.pop_front() {
+        let o = objects[i];
+        let bound = m.state[i];
+        memory.words(o.addr, o.size, |off, v| {
+            m.reach(find(v), Holder::Object(i), bound, off)
+        });
+    }
+    let Marks {
+        state, mut parent, ..
+    } = m;
+
+    let mut category: Vec<Category> = state
+        .iter()
+        .map(|&s| match s {
+            2 => Category::StillReachable,
+            1 => Category::PossiblyLost,
+            _ => Category::DefinitelyLost,
+        })
+        .collect();
+    // valgrind's cliques: in address order, each unreached object not yet in a group
+    // leads one; what it reaches among unreached objects is indirectly lost (an earlier
+    // leader it reaches joins its group).
+    let mut grouped = vec![false; n];
+    let mut stack = Vec::new();
+    for lead in 0..n {
+        if state[lead] != 0 || grouped[lead] {
+            continue;
+        }
+        grouped[lead] = true;
+        stack.push(lead);
+        while let Some(i) = stack.pop() {
+            let o = objects[i];
+            memory.words(o.addr, o.size, |off, v| {
+                let Some((c, _)) = find(v) else { return };
+                if c == lead || c == i || state[c] != 0 {
+                    return;
+                }
+                let was_leader =
+                    grouped[c] && category[c] == Category::DefinitelyLost && parent[c].is_none();
+                if grouped[c] && !was_leader {
+                    return;
+                }
+                category[c] = Category::IndirectlyLost;
+                parent[c] = Some(Edge {
+                    holder: Holder::Object(i),
+                    offset: off,
+                });
+                if !grouped[c] {
+                    grouped[c] = true;
+                    stack.push(c);
+                }
+            });
+        }
+    }
+    Ok(Leaks {
+        objects,
+        category,
+        parent,
+        roots,
+        excluded,
+    })
+}
+
+/// The marking pass's state.
+struct Marks {
+    state: Vec<u8>,
+    parent: Vec<Option<Edge>>,
+    queue: VecDeque<usize>,
+}
+
+impl Marks {
+    /// A word of `holder` at `off` points into object `hit` (index, at its first
+    /// byte): mark it with the better of its state and the chain's (`bound`, capped
+    /// at possibly lost for an interior pointer).
+    fn reach(&mut self, hit: Option<(usize, bool)>, holder: Holder, bound: u8, off: u64) {
+        let Some((i, start)) = hit else { return };
+        if holder == Holder::Object(i) {
+            return;
+        }
+        let s = bound.min(if start { 2 } else { 1 });
+        if s > self.state[i] {
+            self.state[i] = s;
+            self.parent[i] = Some(Edge {
+                holder,
+                offset: off,
+            });
+            self.queue.push_back(i);
+        }
+    }
+}
+
+/// `1234567` → `1,234,567`, as valgrind prints byte and block counts.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+impl fmt::Display for Category {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,306 @@
+//! The leak check where it is meant to run: the demo firmware's leak-check run in QEMU
+//! (`cargo xtask firmware`: sample rate 1, `leaks-snap.bin` with the object table and
+//! `leaks-ram.bin` of its static data, under `HEAPSNAP_FIRMWARE_OUT/leaks`) through
+//! `heapsnap leaks` and `heapsnap retain` and `go tool pprof`. The firmware counts what
+//! it loses itself (`lost: N blocks, B bytes` in its console log): the check must find
+//! exactly that, at the right line, and the retention profile must put the unpruned
+//! cache under the static that holds it.
+//!
+//! Fails (never skips) when the artifacts are missing, like `firmware_e2e`.
+
+use e2e::{heapsnap, parse_pprof_top, pprof, repo_root, run, target_dir};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const ELF_NAME: &str = "heapsnap-firmware.elf";
+/// The static that owns the router, and so the cache (`firmware/src/main.rs`).
+const HOLDER: &str = "heapsnap_firmware::ROUTER";
+/// The unpruned cache's allocation site and the lost acks' one.
+const CACHE_FN: &str = "heapsnap_firmware::router::remember_message";
+const LOST_FN: &str = "heapsnap_firmware::router::queue_ping_ack";
+
+/// The leak-check run's folder and the ELF, checked to be there.
+fn artifacts() -> (PathBuf, PathBuf) {
+    let dir = std::env::var_os("HEAPSNAP_FIRMWARE_OUT").map(PathBuf::from).unwrap_or_else(|| {
+        panic!(
+            "HEAPSNAP_FIRMWARE_OUT is not set: run `cargo xtask test`, or `cargo xtask firmware` and then \
+             HEAPSNAP_FIRMWARE_OUT=$PWD/target/firmware-out cargo test -p e2e --test firmware_leaks"
+        )
+    });
+    let leaks = dir.join("leaks");
+    for f in ["leaks-snap.bin", "leaks-ram.bin", "qemu.log"] {
+        assert!(
+            leaks.join(f).is_file(),
+            "{} is missing: `cargo xtask firmware` did not run the leak-check run",
+            leaks.join(f).display()
+        );
+    }
+    (leaks, dir.join(ELF_NAME))
+}
+
+/// The firmware's console: its own count of lost blocks and bytes, and where its RAM
+/// image starts.
+fn ground_truth(leaks: &Path) -> (u64, u64, String) {
+    let log = std::fs::read_to_string(leaks.join("qemu.log")).unwrap();
+    let line = log
+        .lines()
+        .find_map(|l| l.strip_prefix("lost: "))
+        .unwrap_or_else(|| panic!("no `lost:` line in the firmware's log:\n{log}"));
+    // "N blocks, B bytes"
+    let nums: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap())
+        .collect();
+    let addr = log
+        .lines()
+        .find_map(|l| {
+            l.split(" bytes at ")
+                .nth(1)
+                .filter(|_| l.contains("leaks-ram.bin"))
+        })
+        .unwrap_or_else(|| panic!("no RAM image address in the firmware's log:\n{log}"))
+        .trim()
+        .to_owned();
+    assert!(nums[0] > 0, "the firmware lost nothing: {line}");
+    (nums[0], nums[1], addr)
+}
+
+fn leak_args(cmd: &mut Command, leaks: &Path, elf: &Path, addr: &str) {
+    cmd.arg("--elf")
+        .arg(elf)
+        .arg("--ram")
+        .arg(format!("{}@{addr}", leaks.join("leaks-ram.bin").display()))
+        .arg(leaks.join("leaks-snap.bin"));
+}
+
+/// Lines of `fn NAME` in the router's source, read from the file so edits follow.
+fn fn_lines(name: &str) -> std::ops::RangeInclusive<u32> {
+    let src = std::fs::read_to_string(repo_root().join("firmware/src/router.rs")).unwrap();
+    let lines: Vec<&str> = src.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.contains(&format!("fn {name}(")))
+        .unwrap();
+    let end = (start..lines.len()).find(|&i| lines[i] == "}").unwrap();
+    (start as u32 + 1)..=(end as u32 + 1)
+}
+
+#[test]
+fn leaks_reports_exactly_what_the_firmware_lost_at_its_line() {
+    let (leaks, elf) = artifacts();
+    let (blocks, bytes, addr) = ground_truth(&leaks);
+    let mut c = Command::new(heapsnap());
+    c.arg("leaks");
+    leak_args(&mut c, &leaks, &elf, &addr);
+    let out = c.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a definite leak must exit 1:\n{text}\n{err}"
+    );
+    assert!(
+        text.contains(&format!(
+            "definitely lost: {bytes} bytes in {blocks} blocks"
+        )),
+        "the firmware lost {blocks} blocks, {bytes} bytes:\n{text}"
+    );
+    assert!(
+        text.contains("indirectly lost: 0 bytes in 0 blocks"),
+        "{text}"
+    );
+    assert!(
+        text.contains("possibly lost: 0 bytes in 0 blocks"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("PARTIAL ANSWER"),
+        "rate 1 is a whole answer:\n{text}"
+    );
+    // The one loss record is the acks', at a line of queue_ping_ack.
+    let record = text
+        .split("\n\n")
+        .find(|r| r.contains("are definitely lost in loss record"))
+        .unwrap_or_else(|| panic!("no loss record:\n{text}"));
+    assert!(record.contains("in loss record 1 of 1"), "{record}");
+    let at = record
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("at "))
+        .unwrap();
+    assert!(at.starts_with(LOST_FN), "allocation site {at}");
+    let line: u32 = at
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches(')')
+        .parse()
+        .unwrap();
+    assert!(
+        at.contains("firmware/src/router.rs:") && fn_lines("queue_ping_ack").contains(&line),
+        "{at} is not in queue_ping_ack {:?}",
+        fn_lines("queue_ping_ack")
+    );
+    // The cache is there, still reachable.
+    let reachable = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("still reachable: "))
+        .unwrap();
+    assert!(!reachable.starts_with("0 bytes"), "{text}");
+}
+
+#[test]
+fn retention_profile_puts_the_cache_under_the_static_that_holds_it() {
+    let (leaks, elf) = artifacts();
+    let (_, bytes, addr) = ground_truth(&leaks);
+    let tmp = target_dir().join("firmware-leaks");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let pb = tmp.join("retained.pb.gz");
+    let mut c = Command::new(heapsnap());
+    c.arg("retain").arg("-o").arg(&pb);
+    leak_args(&mut c, &leaks, &elf, &addr);
+    run(&mut c);
+    let top = parse_pprof_top(&pprof(&["-top", "-unit=bytes", "-nodefraction=0"], &pb));
+    let row = |name: &str| {
+        top.iter()
+            .find(|r| r.name == name)
+            .unwrap_or_else(|| panic!("no {name} in pprof -top: {top:#?}"))
+            .clone()
+    };
+    let cache = row(CACHE_FN);
+    let holder = row(HOLDER);
+    assert!(cache.flat > 0);
+    assert!(
+        holder.cum >= cache.flat,
+        "{HOLDER} holds {} B, less than the cache's {} B",
+        holder.cum,
+        cache.flat
+    );
+    // Every byte of the cache is under the holder: focused on it, the cache is whole.
+    let focused = parse_pprof_top(&pprof(
+        &[
+            "-top",
+            "-unit=bytes",
+            "-nodefraction=0",
+            &format!("-focus=^{HOLDER}$"),
+        ],
+        &pb,
+    ));
+    let under = focused.iter().find(|r| r.name == CACHE_FN).unwrap();
+    assert_eq!(
+        under.flat, cache.flat,
+        "part of the cache is held elsewhere"
+    );
+    // The lost acks sit under their category, with the firmware's byte count.
+    assert_eq!(row("[definitely lost]").cum, bytes as i64);
+    let comments = pprof(&["-comments"], &pb);
+    assert!(
+        comments.contains("heapsnap retention profile"),
+        "{comments}"
+    );
+}
+
+/// `heapsnap leaks` with these extra arguments and the snapshot `snap`: (exit code,
+/// stdout, stderr).
+fn leaks_with(ram: &[String], snap: &Path, elf: &Path) -> (Option<i32>, String, String) {
+    let mut c = Command::new(heapsnap());
+    c.arg("leaks").arg("--elf").arg(elf);
+    for r in ram {
+        c.arg("--ram").arg(r);
+    }
+    let out = c.arg(snap).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Bad inputs get one clear line and exit 1, never a panic: a RAM image at the wrong
+/// address, a truncated one, two that overlap, a snapshot without the object table.
+#[test]
+fn bad_inputs_are_refused_with_what_and_where() {
+    let (leaks, elf) = artifacts();
+    let (_, _, addr) = ground_truth(&leaks);
+    let ram = leaks.join("leaks-ram.bin");
+    let snap = leaks.join("leaks-snap.bin");
+    let tmp = target_dir().join("firmware-leaks");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let base = u64::from_str_radix(addr.trim_start_matches("0x"), 16).unwrap();
+    let no_panic = |err: &str| assert!(!err.contains("panicked"), "{err}");
+
+    // Wrong address: the static data is not where the image claims.
+    let (code, _, err) = leaks_with(
+        &[format!("{}@{:#x}", ram.display(), base + 0x1000)],
+        &snap,
+        &elf,
+    );
+    assert_eq!(code, Some(1));
+    no_panic(&err);
+    assert!(err.contains("is not in the RAM images"), "{err}");
+
+    // A truncated image: the heap's last objects are past its end.
+    let bytes = std::fs::read(&ram).unwrap();
+    let short = tmp.join("short-ram.bin");
+    std::fs::write(&short, &bytes[..bytes.len() / 2]).unwrap();
+    let (code, _, err) = leaks_with(&[format!("{}@{addr}", short.display())], &snap, &elf);
+    assert_eq!(code, Some(1));
+    no_panic(&err);
+    assert!(err.contains("short-ram.bin"), "{err}");
+
+    // Overlapping images.
+    let (code, _, err) = leaks_with(
+        &[
+            format!("{}@{addr}", ram.display()),
+            format!("{}@{:#x}", short.display(), base + 16),
+        ],
+        &snap,
+        &elf,
+    );
+    assert_eq!(code, Some(1));
+    assert!(err.contains("overlap"), "{err}");
+
+    // A version-1 snapshot (the periodic ones) has no object table.
+    let v1 = leaks.parent().unwrap().join("snap-000.bin");
+    let (code, _, err) = leaks_with(&[format!("{}@{addr}", ram.display())], &v1, &elf);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("no object table"), "{err}");
+
+    // Not FILE@ADDR.
+    let (code, _, err) = leaks_with(&[ram.display().to_string()], &snap, &elf);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("expected FILE@ADDR"), "{err}");
+}
+
+/// At a sample rate above 1 only sampled objects are known: the answer says it is
+/// partial, how much of the heap the known objects cover, and still checks them.
+#[test]
+fn a_sampled_snapshot_is_an_explicitly_partial_answer() {
+    let (leaks, elf) = artifacts();
+    let (_, _, addr) = ground_truth(&leaks);
+    let mut s =
+        sampler_core::snapshot::decode(&std::fs::read(leaks.join("leaks-snap.bin")).unwrap())
+            .unwrap();
+    // As if sampled at 512 B: keep every fourth object.
+    s.sample_rate = 512;
+    let objs = s.objects.take().unwrap();
+    s.objects = Some(objs.into_iter().step_by(4).collect());
+    let tmp = target_dir().join("firmware-leaks");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let snap = tmp.join("sampled-snap.bin");
+    std::fs::write(&snap, s.encode().unwrap()).unwrap();
+    let (_, out, err) = leaks_with(
+        &[format!("{}@{addr}", leaks.join("leaks-ram.bin").display())],
+        &snap,
+        &elf,
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    let first = out.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with("warning: PARTIAL ANSWER")
+            && first.contains("sample rate 512")
+            && first.contains("% of the"),
+        "{out}"
+    );
+}
