@@ -176,7 +176,11 @@ fn gperftools_without_frees_has_pprofs_two_sample_types() {
         .and_then(|h| h.split_once('['))
         .unwrap();
     let alloc = alloc.split(']').next().unwrap();
-    let figures = |s: &str| s.split(':').map(|n| n.trim().to_owned()).collect::<Vec<_>>();
+    let figures = |s: &str| {
+        s.split(':')
+            .map(|n| n.trim().to_owned())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(figures(inuse), figures(alloc), "{header}");
     let theirs = assert_top_equals_pprof(&c.prog, &c.tcmalloc_kept, &["objects", "space"], true);
     assert!(theirs[0].contains("Type: space\n"), "{}", theirs[0]);
@@ -220,7 +224,12 @@ fn go_debug1_heap_top_equals_pprof_top() {
     let prog = e2e::go_program("heaptext", &dir);
     // What is sure to be in each: everything when every allocation is recorded; the
     // 1 MiB blocks (each sampled with probability 1 - e^-2) when sampled.
-    let every = ["main.leakLarge", "main.fillTable", "main.worker", "main.viaSmall"];
+    let every = [
+        "main.leakLarge",
+        "main.fillTable",
+        "main.worker",
+        "main.viaSmall",
+    ];
     for (name, rate, header, functions) in [
         ("every.txt", "1", "@ heap/2\n", &every[..]),
         ("sampled.txt", "524288", "@ heap/1048576\n", &every[..1]),

@@ -4,8 +4,8 @@
 //! ```text
 //! heap profile: 1009: 3243808 [1021: 3288952] @ heap/1048576
 //! 3: 3145728 [3: 3145728] @ 0x4b3d51 0x4b3e52 0x437452 0x461121
-//! #	0x4b3d50	main.leakLarge+0x50	/tmp/gx/main.go:21
-//! #	0x4b3e51	main.main+0x31		/tmp/gx/main.go:28
+//! #   0x4b3d50    main.leakLarge+0x50 /tmp/gx/main.go:21
+//! #   0x4b3e51    main.main+0x31      /tmp/gx/main.go:28
 //! …
 //!
 //! # runtime.MemStats
@@ -15,7 +15,7 @@
 //! The gperftools text format (pprof's `parseHeap` reads both): the header's `heap/N`
 //! is twice the runtime's `MemProfileRate`, each record is unsampled with Go's
 //! `scaleHeapSample`, and the `#` lines (the frames symbolized, the memory statistics)
-//! are skipped as pprof skips them. There is no maps section: the addresses are the
+//! (tab-separated in the file) are skipped as pprof skips them. There is no maps section: the addresses are the
 //! executable's own (Go links statically), symbolized with `--elf` as a snapshot is.
 
 use super::gperftools::{read_heap, trim_start};
@@ -40,7 +40,11 @@ fn sniff(b: &[u8]) -> bool {
     let is_go_kind = header
         .windows(7)
         .position(|w| w == b"@ heap/")
-        .is_some_and(|i| header[i + 7..].iter().all(|c| c.is_ascii_digit() || *c == b'\r'));
+        .is_some_and(|i| {
+            header[i + 7..]
+                .iter()
+                .all(|c| c.is_ascii_digit() || *c == b'\r')
+        });
     let has = |needle: &[u8]| b.windows(needle.len()).any(|w| w == needle);
     is_go_kind && (has(b"\n#\t0x") || has(b"\n# runtime.MemStats"))
 }

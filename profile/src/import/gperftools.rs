@@ -382,7 +382,7 @@ pub(super) fn counts(format: &'static str, line: usize, s: &str) -> Result<Count
 
 /// The sampling rate of a header's `@ kind[/N]`: 1 = every allocation recorded.
 fn header_rate(format: &'static str, line: usize, kind: &str) -> Result<u64, InputError> {
-        let (name, n) = kind.split_once('/').unwrap_or((kind, ""));
+    let (name, n) = kind.split_once('/').unwrap_or((kind, ""));
     let n = || {
         n.parse::<u64>().map_err(|_| {
             bad(
@@ -406,7 +406,12 @@ fn header_rate(format: &'static str, line: usize, kind: &str) -> Result<u64, Inp
 }
 
 fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
-    read_heap(GPERFTOOLS_HEAP.name, bytes, limits, "gperftools or jemalloc")
+    read_heap(
+        GPERFTOOLS_HEAP.name,
+        bytes,
+        limits,
+        "gperftools or jemalloc",
+    )
 }
 
 /// A `heap profile:` file, as pprof's `parseHeap` reads it (gperftools and Go's

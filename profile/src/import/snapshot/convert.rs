@@ -199,7 +199,11 @@ pub fn to_profile_limited(
             progress(n as u64, total);
         }
         let values = bucket_values(bucket, snap.sample_rate);
-        let values = if inuse_only { &values[2..] } else { &values[..] };
+        let values = if inuse_only {
+            &values[2..]
+        } else {
+            &values[..]
+        };
         if values.iter().all(|&v| v == 0) {
             continue;
         }

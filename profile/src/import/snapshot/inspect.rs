@@ -154,7 +154,11 @@ pub fn comments(s: &Snapshot) -> Vec<String> {
 pub fn report(s: &Snapshot, name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) -> String {
     let mut o = String::new();
     if let Some(l) = crate::import::legacy(s.version) {
-        let _ = writeln!(o, "format           legacy text heap profile ({})", l.source);
+        let _ = writeln!(
+            o,
+            "format           legacy text heap profile ({})",
+            l.source
+        );
     } else {
         let _ = writeln!(o, "format version   {}", s.version);
     }
