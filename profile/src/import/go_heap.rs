@@ -14,9 +14,10 @@
 //!
 //! The gperftools text format (pprof's `parseHeap` reads both): the header's `heap/N`
 //! is twice the runtime's `MemProfileRate`, each record is unsampled with Go's
-//! `scaleHeapSample`, and the `#` lines (the frames symbolized, the memory statistics)
-//! (tab-separated in the file) are skipped as pprof skips them. There is no maps section: the addresses are the
-//! executable's own (Go links statically), symbolized with `--elf` as a snapshot is.
+//! `scaleHeapSample`, and the `#` lines (the frames symbolized, tab-separated in the
+//! file, and the memory statistics) are skipped as pprof skips them. There is no maps
+//! section: the addresses are the executable's own (Go links statically), symbolized
+//! with `--elf` as a snapshot is.
 
 use super::gperftools::{read_heap, trim_start};
 use super::{Format, Input, InputError};
