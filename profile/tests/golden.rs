@@ -207,13 +207,16 @@ fn legacy(file: &str, format: &str) -> Snapshot {
 /// gperftools (`HEAPPROFILE`, tcmalloc) and jemalloc (`prof.dump`, `lg_prof_sample:10`)
 /// dumps of `tests/c/leaky.c`, written by the real allocators: the e2e test
 /// `tests/tests/legacy_formats.rs` builds and runs the program the same way (copy its
-/// `tc.0001.heap` and `je10.heap` from `target/legacy-corpus/` to refresh these).
+/// `tc.0001.heap` and `je10.heap` from `target/legacy-corpus/` to refresh these); and
+/// Go's `debug=1` heap profile at its default sampling rate, written by
+/// `tests/go/heaptext` (`sampled.txt` from `target/legacy-corpus-go/`).
 /// Their conversion, folded and legacy text outputs and inspect report are golden.
 #[test]
 fn legacy_heap_profiles() {
     for (file, name, format) in [
         ("gperftools.heap", "gperftools", "gperftools heap profile"),
         ("jemalloc.heap", "jemalloc", "jemalloc heap profile"),
+        ("go.heap", "go", "Go heap profile (debug=1)"),
     ] {
         let s = legacy(file, format);
         outputs(name, &s);

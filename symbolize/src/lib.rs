@@ -80,6 +80,10 @@ pub struct Elf {
     /// ([`Elf::is_live_function`]).
     symbol_names: HashSet<String>,
     ctx: Option<addr2line::Context<Reader>>,
+    /// A Go program (it has a `.gopclntab`): `go tool pprof` symbolizes it with the
+    /// Go line table, which names the out-of-line function only, so inlined frames
+    /// are folded into it ([`Elf::frames_at`]) to show what pprof shows.
+    go: bool,
     /// Function symbols sorted by address: (address, size, mangled name).
     symbols: Vec<(u64, u64, String)>,
 }
@@ -212,6 +216,7 @@ impl Elf {
         } else {
             None
         };
+        let go = obj.section_by_name(".gopclntab").is_some();
         Ok(Elf {
             name: name.to_owned(),
             build_id,
@@ -223,6 +228,7 @@ impl Elf {
             arm_code,
             symbol_names,
             ctx,
+            go,
             symbols,
         })
     }
@@ -384,6 +390,17 @@ impl Elf {
                 // lines are not this code's. The symbol table names it; no line.
                 out.clear();
             }
+            if self.go && out.len() > 1 {
+                // The Go line table's answer: the out-of-line function, at the
+                // innermost position.
+                let outer = out.pop().unwrap_or_default();
+                let inner = out.swap_remove(0);
+                out = vec![SymFrame {
+                    function: outer.function,
+                    system_name: outer.system_name,
+                    ..inner
+                }];
+            }
             if out.iter().any(|f| !f.function.is_empty()) {
                 // A location-only frame (no function) gets the symbol table's name.
                 if let Some(name) = out
@@ -469,11 +486,13 @@ impl Elf {
     }
 }
 
-/// Rust (v0 or legacy) demangling without the hash; other names unchanged.
+/// Rust (v0 or legacy) demangling without the hash; Go's assembly functions without
+/// the `.abi0` its linker adds to their symbols (`runtime.goexit.abi0` is
+/// `runtime.goexit` in the Go tools and in pprof); other names unchanged.
 pub fn demangle(name: &str) -> String {
     match rustc_demangle::try_demangle(name) {
         Ok(d) => format!("{d:#}"),
-        Err(_) => name.to_owned(),
+        Err(_) => name.strip_suffix(".abi0").unwrap_or(name).to_owned(),
     }
 }
 

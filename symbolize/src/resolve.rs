@@ -153,8 +153,14 @@ impl<'s> Resolver<'s> {
     /// error; a few (a corrupt frame chain) is a warning.
     pub fn verify(&mut self) -> Result<(), ConvertError> {
         let given = self.elves.get(..self.given).unwrap_or(&[]);
+        // A legacy text profile does not say its word size: it is guessed from the
+        // widest address, and a 64-bit program may well use only low addresses (Go
+        // links statically at 0x400000).
+        let guessed = heapsnap_profile::import::legacy(self.snap.version).is_some();
         for e in given {
-            if e.word_size() != self.snap.word_size {
+            if e.word_size() != self.snap.word_size
+                && !(guessed && e.word_size() > self.snap.word_size)
+            {
                 return Err(ConvertError::ElfMismatch {
                     elf: e.name().to_owned(),
                     why: format!(
@@ -232,7 +238,9 @@ impl<'s> Resolver<'s> {
                 ),
             });
         }
-        if machine == 0 && calls + not_calls == 0 && !addrs.is_empty() {
+        // A legacy text profile never records its architecture (pprof reads it with
+        // whatever binary it is given): its addresses lying in the ELF is the check.
+        if machine == 0 && !guessed && calls + not_calls == 0 && !addrs.is_empty() {
             // No architecture recorded, and no instruction check for this ELF's
             // (only Thumb code is decoded): nothing has shown that it is the right one.
             self.warnings.push(format!(

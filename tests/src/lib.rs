@@ -75,7 +75,7 @@ pub fn pprof(args: &[&str], file: &Path) -> String {
 
 /// Builds the Go program `tests/go/<name>` into `dir` (created if needed); returns the
 /// executable.
-fn go_program(name: &str, dir: &Path) -> PathBuf {
+pub fn go_program(name: &str, dir: &Path) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let exe = dir.join(name);
     run(go()

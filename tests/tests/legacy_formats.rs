@@ -1,21 +1,24 @@
-//! Legacy heap profiles from the real allocators: `tests/c/leaky.c` (known leaks) built
+//! Legacy heap profiles from the real writers: `tests/c/leaky.c` (known leaks) built
 //! with the system `cc` and run under gperftools' tcmalloc (`HEAPPROFILE`, a
 //! `HeapProfilerDump`) and under jemalloc (`MALLOC_CONF=prof:true,…`, a `prof.dump`
-//! through `mallctl`). `cargo xtask test` installs google-perftools (libtcmalloc,
-//! `google-pprof`) and libjemalloc-dev (libjemalloc, `jeprof`).
+//! through `mallctl`), and `tests/go/heaptext` writing Go's `debug=1` text heap profile.
+//! `cargo xtask test` installs google-perftools (libtcmalloc, `google-pprof`),
+//! libjemalloc-dev (libjemalloc, `jeprof`) and golang-go.
 //!
 //! What is compared:
-//! - gperftools: `heapsnap top --no-local --elf leaky` against
-//!   `go tool pprof -top -nodefraction=0 leaky FILE`, line for line from `Showing nodes`
-//!   on, for all four sample types, with one substitution: pprof's DWARF symbolizer
-//!   leaves `_start` (no debug info) as its mapping, `[leaky]`, where heapsnap falls
-//!   back to the ELF symbol table and names it `_start`.
+//! - gperftools and Go `debug=1`: `heapsnap top --no-local --elf PROGRAM` against
+//!   `go tool pprof -top -nodefraction=0 PROGRAM FILE`, line for line (the `Type:`,
+//!   `Showing` and table lines; pprof's `File:` line, the program's name, is not
+//!   printed by heapsnap), for every sample type and the default one, with one
+//!   substitution for gperftools: pprof's DWARF symbolizer leaves `_start` (no debug
+//!   info) as its mapping, `[leaky]`, where heapsnap falls back to the ELF symbol table
+//!   and names it `_start`.
 //! - jemalloc (which `go tool pprof` refuses): `jeprof --text --show_bytes` against the
 //!   flat and cum values heapsnap gives (from its folded output) for the program's
 //!   functions, and the total, for all four sample types; exact with every allocation
 //!   recorded, within jeprof's truncation (one per record) when sampled.
 
-use e2e::{pprof, run, target_dir, top_body};
+use e2e::{pprof, run, target_dir};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -31,6 +34,8 @@ const INDICES: [&str; 4] = [
 struct Corpus {
     prog: PathBuf,
     tcmalloc: PathBuf,
+    /// tcmalloc, nothing freed (`LEAKY_KEEP_ALL`): allocated = in use.
+    tcmalloc_kept: PathBuf,
     jemalloc_every: PathBuf,
     jemalloc_sampled: PathBuf,
 }
@@ -66,6 +71,10 @@ fn corpus() -> &'static Corpus {
         run(Command::new(&prog)
             .env("LD_PRELOAD", &tcmalloc)
             .env("HEAPPROFILE", dir.join("tc")));
+        run(Command::new(&prog)
+            .env("LD_PRELOAD", &tcmalloc)
+            .env("LEAKY_KEEP_ALL", "1")
+            .env("HEAPPROFILE", dir.join("kept")));
         let je = |name: &str, conf: &str| {
             let out = dir.join(name);
             run(Command::new(&prog)
@@ -76,6 +85,7 @@ fn corpus() -> &'static Corpus {
         };
         Corpus {
             tcmalloc: dir.join("tc.0001.heap"),
+            tcmalloc_kept: dir.join("kept.0001.heap"),
             jemalloc_every: je("je0.heap", "prof:true,prof_accum:true,lg_prof_sample:0"),
             jemalloc_sampled: je("je10.heap", "prof:true,prof_accum:true,lg_prof_sample:10"),
             prog,
@@ -92,42 +102,156 @@ fn heapsnap(args: &[&str], file: &Path) -> String {
         .arg(file))
 }
 
+/// `top` output as compared: pprof's `File:` line dropped, trailing blanks trimmed,
+/// blank lines dropped, and (`start`) `_start` named as pprof names it.
+fn normalized(text: &str, start: bool) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.starts_with("File: ") && !l.trim().is_empty())
+        .map(|l| {
+            let l = l.trim_end();
+            match l.strip_suffix("  _start").filter(|_| start) {
+                Some(v) => format!("{v}  [leaky]"),
+                None => l.to_owned(),
+            }
+        })
+        .collect()
+}
+
+/// `heapsnap top` of `file` (symbolized with `prog`) equals `go tool pprof -top
+/// -nodefraction=0 prog file`, for the default sample type and each of `indices`;
+/// returns pprof's outputs.
+fn assert_top_equals_pprof(prog: &Path, file: &Path, indices: &[&str], start: bool) -> Vec<String> {
+    let mut outputs = Vec::new();
+    for index in std::iter::once("").chain(indices.iter().copied()) {
+        let mut args = vec!["top"];
+        let flag = format!("-sample_index={index}");
+        let mut theirs_args = vec!["-top", "-nodefraction=0"];
+        if !index.is_empty() {
+            args.extend(["--sample-index", index]);
+            theirs_args.push(&flag);
+        }
+        let ours = run(Command::new(e2e::heapsnap())
+            .args(&args)
+            .args(["--no-local", "--elf"])
+            .arg(prog)
+            .arg(file));
+        theirs_args.push(prog.to_str().unwrap());
+        let theirs = pprof(&theirs_args, file);
+        if !index.is_empty() {
+            assert!(theirs.contains(&format!("Type: {index}\n")), "{theirs}");
+        }
+        assert_eq!(
+            normalized(&ours, start),
+            normalized(&theirs, false),
+            "{} -sample_index={index}: heapsnap top vs go tool pprof -top\nheapsnap:\n{ours}\npprof:\n{theirs}",
+            file.display()
+        );
+        outputs.push(theirs);
+    }
+    outputs
+}
+
 #[test]
 fn gperftools_top_equals_pprof_top() {
     let c = corpus();
     let text = std::fs::read_to_string(&c.tcmalloc).unwrap();
     assert!(text.starts_with("heap profile:"), "{text}");
     assert!(text.contains("@ heapprofile"), "{text}");
-    for index in INDICES {
-        let ours = heapsnap(&["top", "--sample-index", index], &c.tcmalloc);
-        let prog = c.prog.to_str().unwrap();
-        let theirs = pprof(
-            &[
-                "-top",
-                "-nodefraction=0",
-                &format!("-sample_index={index}"),
-                prog,
-            ],
-            &c.tcmalloc,
-        );
-        // heapsnap prints the comments its reader adds (what was read, the counters)
-        // above `Type:`, as pprof prints a profile's comments; a legacy file read by
-        // pprof has none, so the lines above `Type:` are not compared.
-        assert!(ours.contains(&format!("\nType: {index}\n")), "{ours}");
-        assert!(theirs.contains(&format!("Type: {index}\n")), "{theirs}");
-        let ours: Vec<String> = top_body(&ours)
-            .into_iter()
-            .map(|l| match l.strip_suffix("  _start") {
-                Some(v) => format!("{v}  [leaky]"),
-                None => l,
-            })
-            .collect();
-        let theirs = top_body(&theirs);
+    let theirs = assert_top_equals_pprof(&c.prog, &c.tcmalloc, &INDICES, true);
+    assert!(
+        theirs.iter().all(|t| t.contains("  leak_large")),
+        "pprof did not symbolize the program: {theirs:#?}"
+    );
+}
+
+/// A gperftools profile whose allocated figures are those in use (nothing was freed):
+/// pprof shows two sample types, `objects` and `space`, and so does heapsnap.
+#[test]
+fn gperftools_without_frees_has_pprofs_two_sample_types() {
+    let c = corpus();
+    let text = std::fs::read_to_string(&c.tcmalloc_kept).unwrap();
+    let header = text.lines().next().unwrap();
+    let (inuse, alloc) = header
+        .strip_prefix("heap profile:")
+        .and_then(|h| h.split_once('['))
+        .unwrap();
+    let alloc = alloc.split(']').next().unwrap();
+    let figures = |s: &str| {
+        s.split(':')
+            .map(|n| n.trim().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(figures(inuse), figures(alloc), "{header}");
+    let theirs = assert_top_equals_pprof(&c.prog, &c.tcmalloc_kept, &["objects", "space"], true);
+    assert!(theirs[0].contains("Type: space\n"), "{}", theirs[0]);
+    let out = Command::new(e2e::heapsnap())
+        .args(["top", "--sample-index", "alloc_space", "--no-local"])
+        .arg(&c.tcmalloc_kept)
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "alloc_space shown for a profile without allocation totals"
+    );
+}
+
+/// `inspect` on a text profile says why its architecture is unknown: the format does
+/// not record it (not an old snapshot encoder).
+#[test]
+fn inspect_says_a_text_profile_records_no_architecture() {
+    let c = corpus();
+    let out = run(Command::new(e2e::heapsnap())
+        .arg("inspect")
+        .arg(&c.tcmalloc));
+    assert!(
+        out.contains("architecture     unknown (a text profile does not record it)"),
+        "{out}"
+    );
+    assert!(!out.contains("elf_machine"), "{out}");
+}
+
+/// Go's `debug=1` heap profiles (`tests/go/heaptext`), every allocation recorded
+/// (`MemProfileRate=1`, the header's `@ heap/2`) and sampled at Go's default rate
+/// (`@ heap/1048576`, unsampled with `scaleHeapSample`): `heapsnap top` with the
+/// program as `--elf` equals `go tool pprof -top` with it, for the default and all four
+/// sample types. pprof prunes the Go runtime's frames below the program's (its
+/// drop_frames for legacy heap profiles) and names the out-of-line function of
+/// inlined code (it symbolizes Go with the Go line table): both are compared here.
+#[test]
+fn go_debug1_heap_top_equals_pprof_top() {
+    let dir = target_dir().join("legacy-corpus-go");
+    let _ = std::fs::remove_dir_all(&dir);
+    let prog = e2e::go_program("heaptext", &dir);
+    // What is sure to be in each: everything when every allocation is recorded; the
+    // 1 MiB blocks (each sampled with probability 1 - e^-2) when sampled.
+    let every = [
+        "main.leakLarge",
+        "main.fillTable",
+        "main.worker",
+        "main.viaSmall",
+    ];
+    for (name, rate, header, functions) in [
+        ("every.txt", "1", "@ heap/2\n", &every[..]),
+        ("sampled.txt", "524288", "@ heap/1048576\n", &every[..1]),
+    ] {
+        let file = dir.join(name);
+        run(Command::new(&prog).arg(&file).arg(rate));
+        let text = std::fs::read_to_string(&file).unwrap();
+        let first = text.lines().next().unwrap_or_default();
         assert!(
-            theirs.iter().any(|l| l.ends_with("  leak_large")),
-            "pprof did not symbolize the program: {theirs:#?}"
+            first.starts_with("heap profile:") && text.contains(header),
+            "{first}"
         );
-        assert_eq!(ours, theirs, "{index}: heapsnap top vs go tool pprof -top");
+        assert!(text.contains("\n#\t0x") && text.contains("# runtime.MemStats"));
+        let format = heapsnap_profile::import::guess_format(text.as_bytes());
+        assert_eq!(format, Some("Go heap profile (debug=1)"));
+        let theirs = assert_top_equals_pprof(&prog, &file, &INDICES, false);
+        for f in functions {
+            assert!(
+                theirs.iter().all(|t| t.contains(&format!("  {f}\n"))),
+                "{name}: pprof shows no {f}: {theirs:#?}"
+            );
+        }
     }
 }
 

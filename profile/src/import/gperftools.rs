@@ -28,9 +28,55 @@ use rustc_hash::FxHashMap as HashMap;
 use sampler_core::decoded::{Bucket, Mapping, Snapshot, Stack};
 use sampler_core::Cycle;
 
-/// The snapshot format version of a snapshot read from a legacy text heap profile
-/// (heapsnap's own format versions start at 1), so reports say where it came from.
+/// The snapshot format version of a snapshot read from a gperftools or jemalloc text
+/// heap profile that keeps allocation totals (heapsnap's own format versions start at
+/// 1), so reports say where it came from. The other legacy origins are in [`LEGACY`].
 pub const LEGACY_VERSION: u16 = 0;
+
+/// Where a snapshot read from a legacy text heap profile came from, carried in its
+/// `version` (heapsnap's own versions start at 1; these are 0 and the top of the
+/// range): reports name the source, and the conversion shows the sample types pprof
+/// shows for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Legacy {
+    /// The snapshot version that stands for this origin.
+    pub version: u16,
+    /// The program that wrote the file, for reports.
+    pub source: &'static str,
+    /// The file keeps allocation totals apart from what is in use. Without them (the
+    /// header's allocated figures are 0 or equal to those in use) pprof's `parseHeap`
+    /// shows two sample types, `objects` and `space`, instead of four.
+    pub allocations: bool,
+}
+
+/// Every legacy origin (see [`Legacy`]).
+pub const LEGACY: [Legacy; 4] = [
+    Legacy {
+        version: LEGACY_VERSION,
+        source: "gperftools or jemalloc",
+        allocations: true,
+    },
+    Legacy {
+        version: u16::MAX,
+        source: "gperftools or jemalloc",
+        allocations: false,
+    },
+    Legacy {
+        version: u16::MAX - 1,
+        source: "Go, debug=1",
+        allocations: true,
+    },
+    Legacy {
+        version: u16::MAX - 2,
+        source: "Go, debug=1",
+        allocations: false,
+    },
+];
+
+/// The legacy origin a snapshot version stands for, if it is one.
+pub fn legacy(version: u16) -> Option<&'static Legacy> {
+    LEGACY.iter().find(|l| l.version == version)
+}
 
 /// `heap profile: …` at the start of the file.
 pub const GPERFTOOLS_HEAP: Format = Format {
@@ -232,9 +278,11 @@ impl Records {
         }
     }
 
-    /// The snapshot: 8-byte words unless every address fits in 32 bits (the text
-    /// does not say; a 64-bit Linux process maps its libraries above 4 GiB).
-    pub(super) fn finish(mut self) -> Input {
+    /// The snapshot, its version saying its `origin`: 8-byte words unless every
+    /// address fits in 32 bits (the text does not say; a 64-bit Linux process maps its
+    /// libraries above 4 GiB).
+    pub(super) fn finish(mut self, origin: &Legacy) -> Input {
+        self.snap.version = origin.version;
         self.snap.word_size = if self.widest > u64::from(u32::MAX) {
             8
         } else {
@@ -333,13 +381,12 @@ pub(super) fn counts(format: &'static str, line: usize, s: &str) -> Result<Count
 }
 
 /// The sampling rate of a header's `@ kind[/N]`: 1 = every allocation recorded.
-fn header_rate(line: usize, kind: &str) -> Result<u64, InputError> {
-    const F: &str = GPERFTOOLS_HEAP.name;
+fn header_rate(format: &'static str, line: usize, kind: &str) -> Result<u64, InputError> {
     let (name, n) = kind.split_once('/').unwrap_or((kind, ""));
     let n = || {
         n.parse::<u64>().map_err(|_| {
             bad(
-                F,
+                format,
                 line,
                 format!("`{kind}`: expected a sampling rate in bytes after `/`"),
             )
@@ -351,7 +398,7 @@ fn header_rate(line: usize, kind: &str) -> Result<u64, InputError> {
         // pprof: the old `heap` kind states twice the mean interval.
         "heap" => Ok(n()? / 2),
         _ => Err(bad(
-            F,
+            format,
             line,
             format!("unknown heap profile kind `{kind}` (expected heapprofile, heap_v2/N, heapz_v2/N or heap/N)"),
         )),
@@ -359,25 +406,46 @@ fn header_rate(line: usize, kind: &str) -> Result<u64, InputError> {
 }
 
 fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
-    const F: &str = GPERFTOOLS_HEAP.name;
-    let ((n, header), mut lines) = header(F, bytes)?;
+    read_heap(
+        GPERFTOOLS_HEAP.name,
+        bytes,
+        limits,
+        "gperftools or jemalloc",
+    )
+}
+
+/// A `heap profile:` file, as pprof's `parseHeap` reads it (gperftools and Go's
+/// `debug=1` heap profiles are one format): the header, records, `#` comment lines
+/// skipped (Go's symbolized frames and `runtime.MemStats`), and the maps section.
+/// `source` names the writer in reports (see [`LEGACY`]).
+pub(super) fn read_heap(
+    format: &'static str,
+    bytes: &[u8],
+    limits: &Limits,
+    source: &str,
+) -> Result<Input, InputError> {
+    let ((n, header), mut lines) = header(format, bytes)?;
     let (totals, kind) = header
         .trim()
         .strip_prefix("heap profile:")
         .and_then(|h| h.split_once('@'))
         .ok_or_else(|| {
             bad(
-                F,
+                format,
                 n,
-                "expected `heap profile: N: N [N: N] @ heapprofile` (or `@ heap_v2/RATE`)",
+                "expected `heap profile: N: N [N: N] @ heapprofile` (or `@ heap_v2/RATE`, `@ heap/2×RATE`)",
             )
         })?;
-    counts(F, n, totals)?;
-    let rate = header_rate(n, kind.trim())?;
-    let mut r = Records::new(F, limits, bytes.len(), rate);
+    let totals = counts(format, n, totals)?;
+    // pprof's `parseHeapHeader`: allocation totals are kept when the header's differ
+    // from those in use and are not 0.
+    let allocations = (totals.alloc_objects != totals.inuse_objects && totals.alloc_objects != 0)
+        || (totals.alloc_bytes != totals.inuse_bytes && totals.alloc_bytes != 0);
+    let rate = header_rate(format, n, kind.trim())?;
+    let mut r = Records::new(format, limits, bytes.len(), rate);
     while let Some((n, l)) = lines.next() {
         let t = l.trim();
-        if t.is_empty() {
+        if t.is_empty() || t.starts_with('#') {
             continue;
         }
         if t == "MAPPED_LIBRARIES:" || t == "--- Memory map: ---" {
@@ -386,13 +454,17 @@ fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
         }
         let (c, stack) = t.split_once('@').ok_or_else(|| {
             bad(
-                F,
+                format,
                 n,
                 "expected `N: N [N: N] @ 0xADDR …` or `MAPPED_LIBRARIES:`",
             )
         })?;
-        let c = counts(F, n, c)?;
-        r.record(n, c, addresses(F, n, stack)?)?;
+        let c = counts(format, n, c)?;
+        r.record(n, c, addresses(format, n, stack)?)?;
     }
-    Ok(r.finish())
+    let origin = LEGACY
+        .iter()
+        .find(|l| l.source == source && l.allocations == allocations)
+        .unwrap_or(&LEGACY[0]);
+    Ok(r.finish(origin))
 }

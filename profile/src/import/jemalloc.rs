@@ -105,5 +105,5 @@ fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
         let file = name.rsplit('/').next().unwrap_or(name);
         file.starts_with("libjemalloc")
     });
-    Ok(r.finish())
+    Ok(r.finish(&super::gperftools::LEGACY[0]))
 }

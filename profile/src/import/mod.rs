@@ -9,6 +9,8 @@
 
 mod folded;
 #[cfg(feature = "snapshot")]
+mod go_heap;
+#[cfg(feature = "snapshot")]
 mod gperftools;
 #[cfg(feature = "snapshot")]
 mod jemalloc;
@@ -19,7 +21,7 @@ mod snapshot;
 use crate::limits::{LimitError, Limits};
 use crate::profile::{Profile, ProfileError};
 #[cfg(feature = "snapshot")]
-pub use gperftools::LEGACY_VERSION;
+pub use gperftools::{legacy, Legacy, LEGACY, LEGACY_VERSION};
 #[cfg(feature = "snapshot")]
 use sampler_core::decoded::Snapshot;
 #[cfg(feature = "snapshot")]
@@ -79,7 +81,7 @@ pub enum InputError {
         /// What is wrong with it.
         what: String,
     },
-    /// A gperftools or jemalloc heap profile (text) with a bad line.
+    /// A legacy text profile (gperftools, jemalloc, Go `debug=1`) with a bad line.
     #[error("{format}, line {line}: {what}")]
     Legacy {
         /// Which format (its [`Format::name`]).
@@ -120,6 +122,8 @@ pub const FORMATS: &[Format] = &[
     pprof::GZIP,
     #[cfg(feature = "snapshot")]
     snapshot::CAPTURE,
+    #[cfg(feature = "snapshot")]
+    go_heap::GO_HEAP,
     #[cfg(feature = "snapshot")]
     gperftools::GPERFTOOLS_HEAP,
     #[cfg(feature = "snapshot")]

@@ -16,6 +16,37 @@ pub const SAMPLE_TYPES: [(&str, &str); 4] = [
     ("inuse_space", "bytes"),
 ];
 
+/// The two sample types pprof shows for a legacy text heap profile without allocation
+/// totals (see [`crate::import::Legacy`]): what is in use.
+const INUSE_ONLY_TYPES: [(&str, &str); 2] = [("objects", "count"), ("space", "bytes")];
+
+/// The snapshot keeps no allocation totals apart from what is in use (a legacy text
+/// profile whose header says so): its profile has [`INUSE_ONLY_TYPES`].
+fn inuse_only(snap: &Snapshot) -> bool {
+    crate::import::legacy(snap.version).is_some_and(|l| !l.allocations)
+}
+
+/// pprof's `allocRxStr` and `allocSkipRxStr` (`legacy_profile.go`), the `drop_frames`
+/// and `keep_frames` its `addLegacyFrameInfo` gives every legacy heap profile: the
+/// allocators' own frames (and the Go runtime's, but for panics and reflective calls)
+/// are pruned below the program's, as `go tool pprof` shows such a file.
+const LEGACY_DROP_FRAMES: &str = concat!(
+    "calloc|cfree|malloc|free|memalign|do_memalign|(__)?posix_memalign|pvalloc|valloc|realloc|",
+    "tcmalloc::.*|tc_calloc|tc_cfree|tc_malloc|tc_free|tc_memalign|tc_posix_memalign|",
+    "tc_pvalloc|tc_valloc|tc_realloc|tc_new|tc_delete|tc_newarray|tc_deletearray|",
+    "tc_new_nothrow|tc_newarray_nothrow|",
+    "malloc_zone_malloc|malloc_zone_calloc|malloc_zone_valloc|malloc_zone_realloc|",
+    "malloc_zone_memalign|malloc_zone_free|",
+    "runtime\\..*|",
+    "BaseArena::.*|(::)?do_malloc_no_errno|(::)?do_malloc_pages|(::)?do_malloc|",
+    "DoSampledAllocation|MallocedMemBlock::MallocedMemBlock|_M_allocate|",
+    "__builtin_(vec_)?delete|__builtin_(vec_)?new|__gnu_cxx::new_allocator::allocate|",
+    "__libc_malloc|__malloc_alloc_template::allocate|allocate|cpp_alloc|",
+    "operator new(\\[\\])?|simple_alloc::allocate",
+);
+/// See [`LEGACY_DROP_FRAMES`].
+const LEGACY_KEEP_FRAMES: &str = "runtime\\.panic|runtime\\.reflectcall|runtime\\.call[0-9]*";
+
 /// One (possibly inlined) frame at an address.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SymFrame {
@@ -159,7 +190,13 @@ pub fn to_profile_limited(
     progress: &mut dyn FnMut(u64, u64),
     budget: &mut Budget,
 ) -> Result<Profile, LimitError> {
-    let mut c = Converter::new(snap, symbols, &SAMPLE_TYPES, true);
+    let inuse_only = inuse_only(snap);
+    let types: &[(&str, &str)] = if inuse_only {
+        &INUSE_ONLY_TYPES
+    } else {
+        &SAMPLE_TYPES
+    };
+    let mut c = Converter::new(snap, symbols, types, true);
     let total = snap.buckets.len() as u64;
     let mut samples = 0u64;
     for (n, bucket) in snap.buckets.iter().enumerate() {
@@ -167,6 +204,11 @@ pub fn to_profile_limited(
             progress(n as u64, total);
         }
         let values = bucket_values(bucket, snap.sample_rate);
+        let values = if inuse_only {
+            &values[2..]
+        } else {
+            &values[..]
+        };
         if values.iter().all(|&v| v == 0) {
             continue;
         }
@@ -236,6 +278,12 @@ impl<'a> Converter<'a> {
         }
         for c in inspect::comments(snap) {
             b.comment(&c);
+        }
+        if crate::import::legacy(snap.version).is_some() {
+            let (drop, keep) = (b.string(LEGACY_DROP_FRAMES), b.string(LEGACY_KEEP_FRAMES));
+            let h = b.header_mut();
+            h.drop_frames = drop;
+            h.keep_frames = keep;
         }
         for w in symbols.warnings() {
             b.comment(&format!("warning: {w}"));

@@ -112,6 +112,9 @@ pub fn machine_name(machine: u64) -> String {
 /// The snapshot's architecture for the header lines: its `elf_machine`, or unknown.
 fn architecture(s: &Snapshot) -> String {
     match s.counters.elf_machine {
+        0 if crate::import::legacy(s.version).is_some() => {
+            "unknown (a text profile does not record it)".to_owned()
+        }
         0 => "unknown (the encoder predates elf_machine)".to_owned(),
         m => machine_name(m),
     }
@@ -119,21 +122,27 @@ fn architecture(s: &Snapshot) -> String {
 
 /// The comments a converted profile carries: producer, header fields, counters, the
 /// exact heap totals when counted, and warnings (pprof shows them with `-comments`).
+/// A legacy text profile's producer and counters lines start with `#`, which pprof's
+/// reports leave out of their header: pprof reading the same file prints none.
 pub fn comments(s: &Snapshot) -> Vec<String> {
     let counters: Vec<String> = drop_counters(s)
         .map(|(name, v)| format!("{name}={v}"))
         .collect();
-    let head = if s.version == crate::import::LEGACY_VERSION {
-        format!(
-            "read from a legacy text heap profile (gperftools or jemalloc): word size {} (from the addresses), sample rate {} bytes",
-            s.word_size, s.sample_rate
-        )
-    } else {
-        format!(
-            "heapsnap snapshot v{}: word size {}, sample rate {} bytes, cycle {}",
-            s.version, s.word_size, s.sample_rate, s.cycle
-        )
-    };
+    if let Some(l) = crate::import::legacy(s.version) {
+        let mut v = vec![
+            format!(
+                "# read from a legacy text heap profile ({}): word size {} (from the addresses), sample rate {} bytes",
+                l.source, s.word_size, s.sample_rate
+            ),
+            format!("# counters: {}", counters.join(" ")),
+        ];
+        v.extend(warnings(s).into_iter().map(|w| format!("warning: {w}")));
+        return v;
+    }
+    let head = format!(
+        "heapsnap snapshot v{}: word size {}, sample rate {} bytes, cycle {}",
+        s.version, s.word_size, s.sample_rate, s.cycle
+    );
     let mut v = vec![head, format!("counters: {}", counters.join(" "))];
     v.extend(heap_line(s).map(|h| format!("{HEAP_COMMENT}{h}")));
     v.extend(warnings(s).into_iter().map(|w| format!("warning: {w}")));
@@ -144,10 +153,11 @@ pub fn comments(s: &Snapshot) -> Vec<String> {
 /// names): the CLI escapes control characters in it for the terminal.
 pub fn report(s: &Snapshot, name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) -> String {
     let mut o = String::new();
-    if s.version == crate::import::LEGACY_VERSION {
+    if let Some(l) = crate::import::legacy(s.version) {
         let _ = writeln!(
             o,
-            "format           legacy text heap profile (gperftools or jemalloc)"
+            "format           legacy text heap profile ({})",
+            l.source
         );
     } else {
         let _ = writeln!(o, "format version   {}", s.version);

@@ -1,0 +1,3 @@
+module heaptext
+
+go 1.19
