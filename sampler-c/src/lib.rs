@@ -272,17 +272,34 @@ unsafe fn to_buffer(buf: *mut u8, cap: usize, len: *mut usize, write: Writer) ->
         // SAFETY: the caller promises `cap` writable bytes at `buf`.
         unsafe { core::slice::from_raw_parts_mut(buf, cap) }
     };
-    let mut at = 0usize;
+    let (mut at, mut full) = (0usize, false);
     let r = write(&mut |bytes: &[u8]| {
-        let end = at.checked_add(bytes.len()).ok_or(())?;
-        buf.get_mut(at..end).ok_or(())?.copy_from_slice(bytes);
-        at = end;
-        Ok(())
+        let end = at.checked_add(bytes.len());
+        match end.and_then(|end| Some((end, buf.get_mut(at..end)?))) {
+            Some((end, dst)) => {
+                dst.copy_from_slice(bytes);
+                at = end;
+                Ok(())
+            }
+            None => {
+                full = true;
+                Err(())
+            }
+        }
     });
     let (status, n) = match r {
         Ok(()) => (HeapsnapStatus::Ok, at),
-        Err(SnapshotError::Encode(EncodeError::SinkFull { needed })) => {
-            (HeapsnapStatus::BufferTooSmall, needed)
+        // The buffer ran out (the writer reports any refused write as a failed sink):
+        // a second pass counts what it needs.
+        Err(SnapshotError::Encode(EncodeError::SinkFailed)) if full => {
+            let mut needed = 0usize;
+            match write(&mut |bytes: &[u8]| {
+                needed = needed.saturating_add(bytes.len());
+                Ok(())
+            }) {
+                Ok(()) => (HeapsnapStatus::BufferTooSmall, needed),
+                Err(e) => (status_of(&e), 0),
+            }
         }
         Err(e) => (status_of(&e), 0),
     };
@@ -328,22 +345,16 @@ unsafe fn to_callback(send: HeapsnapWriteFn, ctx: *mut c_void, write: Writer) ->
     let Some(send) = send else {
         return HeapsnapStatus::NullArgument;
     };
-    // postcard reports every sink error as a full buffer (and the encoder then as
-    // `SinkFull`): whether the callback refused is remembered here.
-    let mut refused = false;
+    // A refused chunk comes back as `SinkFailed` (`WRITE_FAILED`).
     let r = write(&mut |bytes: &[u8]| {
         // SAFETY: the caller promises `write` takes `ctx` and a readable chunk.
         match unsafe { send(ctx, bytes.as_ptr(), bytes.len()) } {
             0 => Ok(()),
-            _ => {
-                refused = true;
-                Err(())
-            }
+            _ => Err(()),
         }
     });
     match r {
         Ok(()) => HeapsnapStatus::Ok,
-        Err(_) if refused => HeapsnapStatus::WriteFailed,
         Err(e) => status_of(&e),
     }
 }
