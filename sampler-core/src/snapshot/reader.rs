@@ -124,193 +124,26 @@ pub fn decode_prefix(bytes: &[u8]) -> Result<(Snapshot, usize)> {
         pos: 0,
         problem: None,
     };
-
-    let magic = r.take(MAGIC.len()).map_err(|e| {
-        if MAGIC.starts_with(bytes) {
-            e
-        } else {
-            DecodeError::BadMagic {
-                found: bytes.to_vec(),
-            }
-        }
-    })?;
-    if magic != MAGIC {
-        return Err(DecodeError::BadMagic {
-            found: magic.to_vec(),
-        });
-    }
-    let v = r.take(2)?;
-    let version = u16::from_le_bytes([v[0], v[1]]);
-    if !(VERSION..=LATEST_VERSION).contains(&version) {
-        return Err(DecodeError::UnsupportedVersion {
-            found: version,
-            supported: LATEST_VERSION,
-        });
-    }
-
+    let version = r.magic_and_version()?;
     let at = r.pos;
     let word_size = r.take(1)?[0];
     if !matches!(word_size, 2 | 4 | 8) {
         r.defer(at, format!("word size {word_size} (must be 2, 4 or 8)"));
     }
-    let sample_rate = r.varint()?;
-    let cycle = r.varint()?;
-
-    let at = r.pos;
-    let n = r.count(1)?;
-    if n < COUNTERS_V1 {
-        r.defer(
-            at,
-            format!("{n} counters (version 1 has at least {COUNTERS_V1})"),
-        );
-    }
-    // Counters this reader does not know are skipped (appended by later encoders);
-    // known ones an older encoder did not write stay zero.
-    let mut c = [0u64; Counters::LEN];
-    for i in 0..n {
-        let at = r.pos;
-        let v = r.varint()?;
-        if let Some(slot) = c.get_mut(i) {
-            *slot = v;
-        }
-        if i == HEAP_TOTALS && v > 1 {
-            // A flag: anything else is not a snapshot this page describes.
-            r.defer(at, format!("heap_totals {v} (must be 0 or 1)"));
-        }
-    }
-    let counters = Counters::from_array(c);
-
-    let n = r.count(MIN_MAPPING)?;
-    let mut mappings = Vec::with_capacity(n);
-    for _ in 0..n {
-        let at = r.pos;
-        let start = r.varint()?;
-        let end = r.varint()?;
-        let offset = r.varint()?;
-        if end < start {
-            r.defer(
-                at,
-                format!("mapping ends ({end:#x}) before it starts ({start:#x})"),
-            );
-        }
-        let name_at = r.pos;
-        let name = r.bytes()?;
-        let name = match std::str::from_utf8(name) {
-            Ok(s) => s.to_owned(),
-            Err(_) => {
-                r.defer(name_at, "mapping name is not UTF-8".into());
-                String::new()
-            }
-        };
-        let build_id = r.bytes()?.to_vec();
-        mappings.push(Mapping {
-            start,
-            end,
-            offset,
-            name,
-            build_id,
-        });
-    }
-
     let word_max = if word_size >= 8 {
         u64::MAX
     } else {
         (1u64 << (8 * u32::from(word_size))) - 1
     };
-    let n = r.count(MIN_STACK)?;
-    let mut stacks = Vec::with_capacity(n);
-    let mut ids = HashSet::with_capacity(n);
-    for _ in 0..n {
-        let at = r.pos;
-        let id = r.varint_u32()?;
-        if !ids.insert(id) {
-            r.defer(at, format!("stack id {id} appears twice"));
-        }
-        let nframes = r.count(1)?;
-        let mut frames = Vec::with_capacity(nframes);
-        let mut prev = 0u64;
-        for i in 0..nframes {
-            let at = r.pos;
-            let f = if i == 0 {
-                r.varint()?
-            } else {
-                prev.wrapping_add(r.varint_i64()? as u64)
-            };
-            if f > word_max {
-                r.defer(
-                    at,
-                    format!("frame {f:#x} does not fit the {word_size}-byte word size"),
-                );
-            }
-            frames.push(f);
-            prev = f;
-        }
-        stacks.push(Stack { id, frames });
-    }
-
-    let n = r.count(MIN_BUCKET)?;
-    let mut buckets = Vec::with_capacity(n);
-    for _ in 0..n {
-        let at = r.pos;
-        let stack_id = r.varint_u32()?;
-        if !ids.contains(&stack_id) {
-            r.defer(
-                at,
-                format!("bucket refers to stack id {stack_id}, which is not in the snapshot"),
-            );
-        }
-        let size = r.varint()?;
-        let active = crate::Cycle {
-            allocs: r.varint()?,
-            frees: r.varint()?,
-            alloc_bytes: r.varint()?,
-            free_bytes: r.varint()?,
-        };
-        buckets.push(Bucket {
-            stack_id,
-            size,
-            active,
-        });
-    }
-
+    let sample_rate = r.varint()?;
+    let cycle = r.varint()?;
+    let counters = r.counters()?;
+    let mappings = r.mappings()?;
+    let (stacks, ids) = r.stacks(word_size, word_max)?;
+    let buckets = r.buckets(&ids)?;
     // Version 2: the object table (§2.5), each object naming one of the buckets.
     let objects = if version >= super::VERSION_OBJECTS {
-        let keys: HashSet<(u32, u64)> = buckets.iter().map(|b| (b.stack_id, b.size)).collect();
-        let n = r.count(MIN_OBJECT)?;
-        let mut objects = Vec::with_capacity(n);
-        let mut prev = 0u64;
-        for i in 0..n {
-            let at = r.pos;
-            let addr = if i == 0 {
-                r.varint()?
-            } else {
-                prev.wrapping_add(r.varint_i64()? as u64)
-            };
-            prev = addr;
-            let stack_id = r.varint_u32()?;
-            let size = r.varint()?;
-            if addr > word_max {
-                r.defer(
-                    at,
-                    format!("object address {addr:#x} does not fit the {word_size}-byte word size"),
-                );
-            }
-            if !keys.contains(&(stack_id, size)) {
-                r.defer(
-                    at,
-                    format!(
-                        "object at {addr:#x} names bucket (stack {stack_id}, size {size}), \
-                         which is not in the snapshot"
-                    ),
-                );
-            }
-            objects.push(LiveObject {
-                addr,
-                stack_id,
-                size,
-            });
-        }
-        Some(objects)
+        Some(r.objects(&buckets, word_size, word_max)?)
     } else {
         None
     };
@@ -341,6 +174,209 @@ pub fn decode_prefix(bytes: &[u8]) -> Result<(Snapshot, usize)> {
         objects,
     };
     Ok((snap, r.pos))
+}
+
+// The sections of a snapshot, in wire order (docs/snapshot-format.md §2). Each reads
+// its structure strictly and defers what it means (`Reader::defer`) until the CRC.
+impl Reader<'_> {
+    /// The magic (a short or foreign start says which) and a supported version.
+    fn magic_and_version(&mut self) -> Result<u16> {
+        let bytes = self.buf;
+        let magic = self.take(MAGIC.len()).map_err(|e| {
+            if MAGIC.starts_with(bytes) {
+                e
+            } else {
+                DecodeError::BadMagic {
+                    found: bytes.to_vec(),
+                }
+            }
+        })?;
+        if magic != MAGIC {
+            return Err(DecodeError::BadMagic {
+                found: magic.to_vec(),
+            });
+        }
+        let v = self.take(2)?;
+        let version = u16::from_le_bytes([v[0], v[1]]);
+        if !(VERSION..=LATEST_VERSION).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                found: version,
+                supported: LATEST_VERSION,
+            });
+        }
+        Ok(version)
+    }
+
+    /// The counter table. Counters this reader does not know are skipped (appended by
+    /// later encoders); known ones an older encoder did not write stay zero.
+    fn counters(&mut self) -> Result<Counters> {
+        let at = self.pos;
+        let n = self.count(1)?;
+        if n < COUNTERS_V1 {
+            self.defer(
+                at,
+                format!("{n} counters (version 1 has at least {COUNTERS_V1})"),
+            );
+        }
+        let mut c = [0u64; Counters::LEN];
+        for i in 0..n {
+            let at = self.pos;
+            let v = self.varint()?;
+            if let Some(slot) = c.get_mut(i) {
+                *slot = v;
+            }
+            if i == HEAP_TOTALS && v > 1 {
+                // A flag: anything else is not a snapshot this page describes.
+                self.defer(at, format!("heap_totals {v} (must be 0 or 1)"));
+            }
+        }
+        Ok(Counters::from_array(c))
+    }
+
+    fn mappings(&mut self) -> Result<Vec<Mapping>> {
+        let n = self.count(MIN_MAPPING)?;
+        let mut mappings = Vec::with_capacity(n);
+        for _ in 0..n {
+            let at = self.pos;
+            let start = self.varint()?;
+            let end = self.varint()?;
+            let offset = self.varint()?;
+            if end < start {
+                self.defer(
+                    at,
+                    format!("mapping ends ({end:#x}) before it starts ({start:#x})"),
+                );
+            }
+            let name_at = self.pos;
+            let name = match std::str::from_utf8(self.bytes()?) {
+                Ok(s) => s.to_owned(),
+                Err(_) => {
+                    self.defer(name_at, "mapping name is not UTF-8".into());
+                    String::new()
+                }
+            };
+            let build_id = self.bytes()?.to_vec();
+            mappings.push(Mapping {
+                start,
+                end,
+                offset,
+                name,
+                build_id,
+            });
+        }
+        Ok(mappings)
+    }
+
+    /// The stacks, and their ids (each once).
+    fn stacks(&mut self, word_size: u8, word_max: u64) -> Result<(Vec<Stack>, HashSet<u32>)> {
+        let n = self.count(MIN_STACK)?;
+        let mut stacks = Vec::with_capacity(n);
+        let mut ids = HashSet::with_capacity(n);
+        for _ in 0..n {
+            let at = self.pos;
+            let id = self.varint_u32()?;
+            if !ids.insert(id) {
+                self.defer(at, format!("stack id {id} appears twice"));
+            }
+            let nframes = self.count(1)?;
+            let mut frames = Vec::with_capacity(nframes);
+            let mut prev = 0u64;
+            for i in 0..nframes {
+                let at = self.pos;
+                let f = self.address(i, prev)?;
+                if f > word_max {
+                    self.defer(
+                        at,
+                        format!("frame {f:#x} does not fit the {word_size}-byte word size"),
+                    );
+                }
+                frames.push(f);
+                prev = f;
+            }
+            stacks.push(Stack { id, frames });
+        }
+        Ok((stacks, ids))
+    }
+
+    /// The buckets, each naming one of the stacks `ids`.
+    fn buckets(&mut self, ids: &HashSet<u32>) -> Result<Vec<Bucket>> {
+        let n = self.count(MIN_BUCKET)?;
+        let mut buckets = Vec::with_capacity(n);
+        for _ in 0..n {
+            let at = self.pos;
+            let stack_id = self.varint_u32()?;
+            if !ids.contains(&stack_id) {
+                self.defer(
+                    at,
+                    format!("bucket refers to stack id {stack_id}, which is not in the snapshot"),
+                );
+            }
+            let size = self.varint()?;
+            let active = crate::Cycle {
+                allocs: self.varint()?,
+                frees: self.varint()?,
+                alloc_bytes: self.varint()?,
+                free_bytes: self.varint()?,
+            };
+            buckets.push(Bucket {
+                stack_id,
+                size,
+                active,
+            });
+        }
+        Ok(buckets)
+    }
+
+    /// The object table (version 2), each object naming one of `buckets`.
+    fn objects(
+        &mut self,
+        buckets: &[Bucket],
+        word_size: u8,
+        word_max: u64,
+    ) -> Result<Vec<LiveObject>> {
+        let keys: HashSet<(u32, u64)> = buckets.iter().map(|b| (b.stack_id, b.size)).collect();
+        let n = self.count(MIN_OBJECT)?;
+        let mut objects = Vec::with_capacity(n);
+        let mut prev = 0u64;
+        for i in 0..n {
+            let at = self.pos;
+            let addr = self.address(i, prev)?;
+            prev = addr;
+            let stack_id = self.varint_u32()?;
+            let size = self.varint()?;
+            if addr > word_max {
+                self.defer(
+                    at,
+                    format!("object address {addr:#x} does not fit the {word_size}-byte word size"),
+                );
+            }
+            if !keys.contains(&(stack_id, size)) {
+                self.defer(
+                    at,
+                    format!(
+                        "object at {addr:#x} names bucket (stack {stack_id}, size {size}), \
+                         which is not in the snapshot"
+                    ),
+                );
+            }
+            objects.push(LiveObject {
+                addr,
+                stack_id,
+                size,
+            });
+        }
+        Ok(objects)
+    }
+
+    /// The `i`th address of a delta-encoded list: the first as is, the rest as the
+    /// signed (zigzag) distance to `prev`.
+    fn address(&mut self, i: usize, prev: u64) -> Result<u64> {
+        Ok(if i == 0 {
+            self.varint()?
+        } else {
+            prev.wrapping_add(self.varint_i64()? as u64)
+        })
+    }
 }
 
 /// A cursor that turns every short read into `UnexpectedEof` with the field's offset.
