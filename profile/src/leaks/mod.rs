@@ -310,10 +310,12 @@ pub struct Leaks {
     /// static allocator's pool): scanning them would keep every freed block's stale
     /// pointers alive.
     pub excluded: Vec<Root>,
-    /// `labels[i]`: where in its holder the reference in `parent[i]` sits, as
-    /// reference-path frames (`seen`, `[10+]`, `Message.body`) when the holder's type
-    /// is known; empty otherwise.
-    pub labels: Vec<Vec<String>>,
+    /// `labels[i]`: where in its holder the reference in `parent[i]` sits, as an index
+    /// into `label_frames` (see [`Leaks::label`]).
+    pub labels: Vec<u32>,
+    /// The distinct labels: reference-path frames (`seen`, `[10+]`, `Message.body`);
+    /// `label_frames[0]` is the empty one (an untyped holder).
+    pub label_frames: Vec<Vec<String>>,
     /// `typed[i]`: object `i`'s type is known (reached by a typed pointer from a typed
     /// root), so it is named by the fields and elements that lead to it, not by its
     /// allocation site.
@@ -369,6 +371,13 @@ impl Leaks {
         path
     }
 
+    /// Where in its holder the reference that reached object `i` sits: field and
+    /// element frames (`seen`, `[10+]`), empty when the holder is untyped.
+    pub fn label(&self, i: usize) -> &[String] {
+        let k = self.labels.get(i).copied().unwrap_or(0);
+        self.label_frames.get(k as usize).map_or(&[], Vec::as_slice)
+    }
+
     /// The reference path to object `i` as frames, root first: the root, then for each
     /// holder the fields and elements the reference sits in (typed holders) or the
     /// holder itself (untyped ones), e.g. `ROUTER`, `seen`, `[10+]`. Empty for a
@@ -394,9 +403,7 @@ impl Leaks {
                 Some(Holder::Object(c)) => c,
                 _ => i,
             };
-            if let Some(l) = self.labels.get(child) {
-                frames.extend(l.iter().map(|s| PathFrame::Field(s)));
-            }
+            frames.extend(self.label(child).iter().map(|s| PathFrame::Field(s)));
         }
         frames
     }
@@ -569,7 +576,8 @@ pub fn scan_typed(
             });
         }
     }
-    let mut labels = vec![Vec::new(); n];
+    let mut labels = vec![0u32; n];
+    let mut label_frames = vec![Vec::new()];
     let mut typed = vec![false; n];
     let mut typed_roots = 0;
     if let Some(types) = types {
@@ -583,15 +591,34 @@ pub fn scan_typed(
             parent[i] = Some(e);
             typed[i] = t.ty[i].is_some();
         }
+        // Labels are few and shared (`Node.left`): each written once to a scratch
+        // string and interned.
+        let mut interned: std::collections::HashMap<String, u32> = Default::default();
+        interned.insert(String::new(), 0);
+        let mut scratch = String::new();
         for i in 0..n {
             let Some(e) = parent[i] else { continue };
             let (base, ty, top) = match e.holder {
                 Holder::Root(k) => (roots[k].start, t.roots[k], false),
                 Holder::Object(j) => (objects[j].addr, t.ty[j], true),
             };
-            if let Some((ty, count)) = ty {
-                labels[i] = types.locate(memory, base, ty, count, e.offset, top);
-            }
+            let Some((ty, count)) = ty else { continue };
+            scratch.clear();
+            types.locate(memory, base, ty, count, e.offset, top, &mut scratch);
+            labels[i] = match interned.get(&scratch) {
+                Some(&k) => k,
+                None => {
+                    let k = label_frames.len() as u32;
+                    label_frames.push(
+                        scratch
+                            .split_terminator(types::FRAME_END)
+                            .map(str::to_owned)
+                            .collect(),
+                    );
+                    interned.insert(scratch.clone(), k);
+                    k
+                }
+            };
         }
     }
     Ok(Leaks {
@@ -601,6 +628,7 @@ pub fn scan_typed(
         roots,
         excluded,
         labels,
+        label_frames,
         typed,
         typed_roots,
     })

@@ -166,22 +166,21 @@ impl Types {
         self.get(t)?.size.checked_mul(count)
     }
 
-    /// The fields of struct `t` that apply to the value at `base`: its own, and those
-    /// of the variant its discriminant selects.
+    /// The fields of struct `kind` that apply to the value at `base`: its own, and
+    /// those of the variant its discriminant selects (which it returns too).
     fn fields<'a>(
         &'a self,
         mem: &Memory,
         base: u64,
         kind: &'a Kind,
-    ) -> (Vec<&'a Field>, Option<&'a Variant>) {
-        let Kind::Struct {
-            fields, variants, ..
-        } = kind
-        else {
-            return (Vec::new(), None);
+    ) -> (impl Iterator<Item = &'a Field> + 'a, Option<&'a Variant>) {
+        let (own, variants): (&[Field], _) = match kind {
+            Kind::Struct {
+                fields, variants, ..
+            } => (fields, variants.as_ref()),
+            _ => (&[], None),
         };
-        let mut out: Vec<&Field> = fields.iter().collect();
-        let variant = variants.as_ref().and_then(|v| {
+        let variant = variants.and_then(|v| {
             let (off, size) = v.discr?;
             let value = mem.read(base.checked_add(off)?, size)?;
             v.variants
@@ -189,10 +188,8 @@ impl Types {
                 .find(|x| x.value == Some(value))
                 .or_else(|| v.variants.iter().find(|x| x.value.is_none()))
         });
-        if let Some(v) = variant {
-            out.extend(&v.fields);
-        }
-        (out, variant)
+        let extra: &[Field] = variant.map_or(&[], |v| &v.fields);
+        (own.iter().chain(extra), variant)
     }
 
     /// Calls `f(slot address, target)` for every typed pointer in the `count` values
@@ -270,9 +267,11 @@ impl Types {
     }
 
     /// The names of the place `off` bytes into the `count` values of `t` at `base`, as
-    /// reference-path frames: `seen`, `[10+]`, `Message.body`. `top`: the values are a
-    /// heap object (its first named field shows its type: `Message.body`), not a static
-    /// (whose name is already the frame before).
+    /// reference-path frames (`seen`, `[10+]`, `Message.body`), written to `out`, each
+    /// ended by [`FRAME_END`] (no allocation once `out` has grown). `top`: the values
+    /// are a heap object (its first named field shows its type: `Message.body`), not a
+    /// static (whose name is already the frame before).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn locate(
         &self,
         mem: &Memory,
@@ -281,8 +280,9 @@ impl Types {
         count: u64,
         off: u64,
         top: bool,
-    ) -> Vec<String> {
-        let mut frames = Vec::new();
+        out: &mut String,
+    ) {
+        use std::fmt::Write as _;
         let (mut t, mut base, mut off, mut top, mut array) = (t, base, off, top, count != 1);
         for _ in 0..MAX_DEPTH {
             let Some(ty) = self.get(t) else { break };
@@ -292,7 +292,8 @@ impl Types {
                     break;
                 }
                 let i = off / stride;
-                frames.push(index(i));
+                let _ = write!(out, "{}", Index(i));
+                out.push(FRAME_END);
                 base = base.saturating_add(i * stride);
                 off %= stride;
                 top = false;
@@ -305,31 +306,31 @@ impl Types {
                     array = true;
                 }
                 Kind::Struct { name, .. } => {
-                    let (fields, variant) = self.fields(mem, base, &ty.kind);
-                    let Some(fl) = fields.into_iter().find(|f| {
+                    let (mut fields, variant) = self.fields(mem, base, &ty.kind);
+                    let Some(fl) = fields.find(|f| {
                         let size = self.get(f.ty).map_or(0, |x| x.size);
                         off >= f.offset && off - f.offset < size
                     }) else {
                         break;
                     };
-                    let in_variant =
-                        variant.is_some_and(|v| v.fields.iter().any(|x| std::ptr::eq(x, fl)));
-                    let mut parts: Vec<&str> = Vec::new();
-                    if let Some(v) = variant
-                        .and_then(|v| v.name.as_deref())
-                        .filter(|_| in_variant)
-                    {
-                        parts.push(v);
-                    }
-                    if let Some(n) = fl.name.as_deref() {
-                        parts.push(n);
-                    }
-                    if !parts.is_empty() {
-                        let joined = parts.join(".");
-                        match name {
-                            Some(tn) if top => frames.push(format!("{tn}.{joined}")),
-                            _ => frames.push(joined),
+                    let vname = variant
+                        .filter(|v| v.fields.iter().any(|x| std::ptr::eq(x, fl)))
+                        .and_then(|v| v.name.as_deref());
+                    let parts = [vname, fl.name.as_deref()];
+                    if parts.iter().any(Option::is_some) {
+                        if let (Some(tn), true) = (name, top) {
+                            out.push_str(tn);
+                            out.push('.');
                         }
+                        let mut first = true;
+                        for p in parts.into_iter().flatten() {
+                            if !first {
+                                out.push('.');
+                            }
+                            out.push_str(p);
+                            first = false;
+                        }
+                        out.push(FRAME_END);
                         top = false;
                     }
                     base = base.saturating_add(fl.offset);
@@ -339,16 +340,27 @@ impl Types {
                 Kind::Leaf | Kind::Pointer { .. } | Kind::Slice { .. } | Kind::Vec { .. } => break,
             }
         }
-        frames
+    }
+}
+
+/// Ends each frame [`Types::locate`] writes.
+pub(super) const FRAME_END: char = '\u{1f}';
+
+/// `[3]`, or `[10+]` for every element from the tenth on.
+struct Index(u64);
+
+impl std::fmt::Display for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0 < 10 {
+            write!(f, "[{}]", self.0)
+        } else {
+            f.write_str("[10+]")
+        }
     }
 }
 
 /// `[3]`, or `[10+]` for every element from the tenth on: a long container's elements
 /// share one frame, so the flame graph shows the container, not ten thousand rows.
 pub fn index(i: u64) -> String {
-    if i < 10 {
-        format!("[{i}]")
-    } else {
-        "[10+]".into()
-    }
+    Index(i).to_string()
 }
