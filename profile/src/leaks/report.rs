@@ -10,7 +10,7 @@ use crate::profile::{Line, Profile};
 
 /// The comment that marks a retention profile, so the viewer (and a reader of `go tool
 /// pprof -comments`) knows the frames are references, not calls.
-pub const RETENTION_COMMENT: &str = "heapsnap retention profile: each stack is a reference path (root static -> holding heap objects -> the object's allocation site), not a call stack";
+pub const RETENTION_COMMENT: &str = "heapsnap retention profile: each stack is a reference path (root static -> fields and elements of the holders, or [alloc: SITE] for an untyped one -> the object's allocation site), not a call stack";
 
 /// The leak summary in valgrind's words and layout, then one loss record per
 /// (category, allocation site) of the lost and possibly lost objects, largest first,
