@@ -39,9 +39,9 @@ struct Die {
 /// reader could not walk).
 pub fn types_from_dwarf(data: &[u8]) -> Result<Types, String> {
     let file = object::File::parse(data).map_err(|e| e.to_string())?;
-    if !file
+    if file
         .section_by_name(".debug_info")
-        .is_some_and(|s| s.size() > 0)
+        .is_none_or(|s| s.size() == 0)
     {
         return Err("no DWARF (.debug_info is missing)".into());
     }
@@ -110,14 +110,8 @@ fn read_dies(dwarf: &gimli::Dwarf<Reader>) -> gimli::Result<(HashMap<u64, Die>, 
                 None => None,
             };
             let outer_ns = stack.iter().find_map(|s| s.2);
-            let ns =
-                if tag == dw::DW_TAG_namespace {
-                    Some(outer_ns.unwrap_or_else(|| {
-                        matches!(name.as_deref(), Some("core" | "alloc" | "std"))
-                    }))
-                } else {
-                    None
-                };
+            let std_name = matches!(name.as_deref(), Some("core" | "alloc" | "std"));
+            let ns = (tag == dw::DW_TAG_namespace).then_some(outer_ns.unwrap_or(std_name));
             if tag == dw::DW_TAG_variable {
                 if let (Some(ty), Some(addr)) = (
                     e.attr_value(dw::DW_AT_type).and_then(key),
