@@ -494,3 +494,30 @@ fn a_vec_types_its_live_elements_only() {
     assert!(!typed_of(&l, e));
     assert_eq!(category_of(&l, e), Category::StillReachable);
 }
+
+proptest::proptest! {
+    /// The bucketed address index answers as a binary search over the objects does,
+    /// for any layout (gaps, zero-size objects, huge spans) and any address.
+    #[test]
+    fn the_address_index_agrees_with_a_binary_search(
+        layout in proptest::collection::vec((0u64..5000, 0u64..300), 0..200),
+        probes in proptest::collection::vec(0u64..2_000_000, 50),
+    ) {
+        let mut objects = Vec::new();
+        let mut at = 0x1000u64;
+        for (gap, size) in layout {
+            at += gap;
+            objects.push(obj(at, size));
+            at += size.max(1);
+        }
+        let index = AddrIndex::new(&objects);
+        let naive = |p: u64| -> Option<(usize, bool)> {
+            let i = objects.partition_point(|o| o.addr <= p).checked_sub(1)?;
+            let o = objects[i];
+            (p == o.addr || p < o.end()).then_some((i, p == o.addr))
+        };
+        for p in probes.into_iter().chain(objects.iter().flat_map(|o| [o.addr, o.end(), o.addr.wrapping_sub(1)])) {
+            proptest::prop_assert_eq!(index.find(&objects, p), naive(p), "at {:#x}", p);
+        }
+    }
+}
