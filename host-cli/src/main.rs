@@ -418,6 +418,15 @@ fn leak_check<R>(
             "note: {name} has no DWARF: allocation sites are named from its symbol table, without files and lines"
         ));
     }
+    let types = match &statics.types {
+        Ok(t) => Some(t),
+        Err(why) => {
+            notes.push(format!(
+                "note: {name}: {why}: no typed scan; references are found by a conservative scan only, so reference paths name the root static and each holding object's allocation site, not fields"
+            ));
+            None
+        }
+    };
     let mut images = Vec::new();
     for spec in &a.ram {
         let (file, addr) = spec.rsplit_once('@').with_context(|| {
@@ -461,7 +470,7 @@ fn leak_check<R>(
             s.start + s.size
         ));
     }
-    let result = leaks::scan(&memory, roots, objects)
+    let result = leaks::scan_typed(&memory, roots, objects, types)
         .with_context(|| format!("leak check of {} with {name}", a.snapshot))?;
     for r in &result.excluded {
         notes.push(format!(

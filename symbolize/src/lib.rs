@@ -6,10 +6,12 @@
 
 mod resolve;
 mod statics;
+mod types;
 
 pub use heapsnap_profile::import::{hex, machine_name, SymFrame};
 pub use resolve::{ConvertError, Loader, Resolver};
 pub use statics::{static_data, StaticData};
+pub use types::types_from_dwarf;
 
 use gimli::{EndianArcSlice, RunTimeEndian};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};

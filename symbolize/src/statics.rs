@@ -2,7 +2,7 @@
 //! and the like), one root per data symbol, named by its demangled path, and the
 //! parts no symbol covers named by section and offset.
 
-use heapsnap_profile::leaks::Root;
+use heapsnap_profile::leaks::{Root, Types};
 use object::elf::{SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE};
 use object::{Object, ObjectSection, ObjectSymbol, SectionFlags};
 
@@ -21,10 +21,13 @@ pub struct StaticData {
     /// Bytes per pointer (4 or 8).
     pub word_size: u8,
     pub big_endian: bool,
+    /// The statics' types from DWARF, for a typed scan (named reference paths), or why
+    /// there are none (no DWARF: the scan is conservative only).
+    pub types: Result<Types, String>,
 }
 
 /// The writable, allocated, non-executable sections of the ELF with their data
-/// symbols. Sections named `.stack*` or `.heap*` are skipped (see
+/// symbols, and the statics' types when it has DWARF. Sections named `.stack*` or `.heap*` are skipped (see
 /// [`StaticData::skipped`]).
 pub fn static_data(name: &str, data: &[u8]) -> Result<StaticData, SymbolizeError> {
     let file = object::File::parse(data).map_err(|e| SymbolizeError::NotElf {
@@ -114,6 +117,7 @@ pub fn static_data(name: &str, data: &[u8]) -> Result<StaticData, SymbolizeError
         skipped,
         word_size: if file.is_64() { 8 } else { 4 },
         big_endian: !file.is_little_endian(),
+        types: crate::types::types_from_dwarf(data),
     })
 }
 

@@ -15,6 +15,8 @@ use std::process::Command;
 const ELF_NAME: &str = "heapsnap-firmware.elf";
 /// The static that owns the router, and so the cache (`firmware/src/main.rs`).
 const HOLDER: &str = "heapsnap_firmware::ROUTER";
+/// The router's field that holds the cache (`firmware/src/router.rs`).
+const FIELD: &str = "seen";
 /// The unpruned cache's allocation site and the lost acks' one.
 const CACHE_FN: &str = "heapsnap_firmware::router::remember_message";
 const LOST_FN: &str = "heapsnap_firmware::router::queue_ping_ack";
@@ -199,6 +201,151 @@ fn retention_profile_puts_the_cache_under_the_static_that_holds_it() {
         comments.contains("heapsnap retention profile"),
         "{comments}"
     );
+}
+
+/// `go tool pprof -traces` of `pb` as stacks, leaf first.
+fn traces(pb: &Path) -> Vec<Vec<String>> {
+    pprof(&["-traces"], pb)
+        .split("-----------+")
+        .skip(1)
+        .map(|t| {
+            t.lines()
+                .skip(1)
+                .filter_map(|l| {
+                    // The first line carries the value before the leaf frame.
+                    let l = l.trim();
+                    let name = l.split_once("   ").map_or(l, |(_, f)| f.trim());
+                    (!name.is_empty()).then(|| name.to_owned())
+                })
+                .collect::<Vec<_>>()
+        })
+        .filter(|t| !t.is_empty())
+        .collect()
+}
+
+/// Typed scanning from the firmware's DWARF: the cache is held by ROUTER's field
+/// `seen` (through the `Option` and the `Vec`, elided), each entry by its element
+/// (`[0]`…`[9]`, then `[10+]`), not by an address.
+#[test]
+fn retention_profile_names_the_field_and_elements_that_hold_the_cache() {
+    let (leaks, elf) = artifacts();
+    let (_, _, addr) = ground_truth(&leaks);
+    let tmp = target_dir().join("firmware-leaks");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let pb = tmp.join("retained-typed.pb.gz");
+    let mut c = Command::new(heapsnap());
+    c.arg("retain").arg("-o").arg(&pb);
+    leak_args(&mut c, &leaks, &elf, &addr);
+    run(&mut c);
+    let top = parse_pprof_top(&pprof(&["-top", "-unit=bytes", "-nodefraction=0"], &pb));
+    let row = |name: &str| {
+        top.iter()
+            .find(|r| r.name == name)
+            .unwrap_or_else(|| panic!("no {name} in pprof -top: {top:#?}"))
+            .clone()
+    };
+    let cache = row(CACHE_FN);
+    assert_eq!(
+        row(FIELD).cum,
+        cache.flat,
+        "the field {FIELD} holds exactly the cache"
+    );
+    // Focused on the field, the whole cache is there.
+    let focused = parse_pprof_top(&pprof(
+        &[
+            "-top",
+            "-unit=bytes",
+            "-nodefraction=0",
+            &format!("-focus=^{FIELD}$"),
+        ],
+        &pb,
+    ));
+    let under = focused.iter().find(|r| r.name == CACHE_FN).unwrap();
+    assert_eq!(under.flat, cache.flat);
+    // The stacks: the cache's entries end (root last) in `[i]`, `seen`, ROUTER; the
+    // firmware remembered more than ten, so `[10+]` holds some.
+    let t = traces(&pb);
+    let tail = |s: &Vec<String>| s[s.len().saturating_sub(3)..].to_vec();
+    let entries: Vec<&Vec<String>> = t
+        .iter()
+        .filter(|s| s.first().map(String::as_str) == Some(CACHE_FN) && s.len() >= 3)
+        .filter(|s| s[s.len() - 3].starts_with('['))
+        .collect();
+    assert!(
+        !entries.is_empty(),
+        "no cache entry under an element: {t:#?}"
+    );
+    for e in &entries {
+        let tail = tail(e);
+        assert_eq!(tail[1..], [FIELD.to_owned(), HOLDER.to_owned()], "{e:#?}");
+    }
+    assert!(
+        entries.iter().any(|e| tail(e)[0] == "[10+]")
+            && entries.iter().any(|e| tail(e)[0] == "[0]"),
+        "{entries:#?}"
+    );
+    // The ack still on the "DMA" is held by the raw pointer field.
+    let ack = t
+        .iter()
+        .find(|s| s.first().map(String::as_str) == Some(LOST_FN) && s.contains(&HOLDER.to_owned()))
+        .unwrap_or_else(|| panic!("no reachable ack: {t:#?}"));
+    assert_eq!(
+        tail(ack)[1..],
+        ["pending_ack".to_owned(), HOLDER.to_owned()]
+    );
+}
+
+/// An ELF without DWARF (`strip --strip-debug`): the roots still come from its symbol
+/// table and the check is still exact, but the scan is conservative only and says so;
+/// the retention profile names holders by allocation site, not by field.
+#[test]
+fn an_elf_without_dwarf_falls_back_to_symbols_and_a_conservative_scan() {
+    let (leaks, elf) = artifacts();
+    let (blocks, bytes, addr) = ground_truth(&leaks);
+    let tmp = target_dir().join("firmware-leaks");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let stripped = tmp.join("heapsnap-firmware-stripped.elf");
+    run(Command::new("arm-none-eabi-strip")
+        .arg("--strip-debug")
+        .arg("-o")
+        .arg(&stripped)
+        .arg(&elf));
+    let mut c = Command::new(heapsnap());
+    c.arg("leaks");
+    leak_args(&mut c, &leaks, &stripped, &addr);
+    let out = c.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("has no DWARF") && text.contains("conservative scan only"),
+        "the fallback must be said:\n{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "definitely lost: {bytes} bytes in {blocks} blocks"
+        )),
+        "{text}"
+    );
+    // The site from the symbol table: the function, no file and line.
+    assert!(text.contains(&format!("at {LOST_FN}\n")), "{text}");
+
+    let pb = tmp.join("retained-stripped.pb.gz");
+    let mut c = Command::new(heapsnap());
+    c.arg("retain").arg("-o").arg(&pb);
+    leak_args(&mut c, &leaks, &stripped, &addr);
+    run(&mut c);
+    let top = parse_pprof_top(&pprof(&["-top", "-unit=bytes", "-nodefraction=0"], &pb));
+    assert!(top.iter().any(|r| r.name == HOLDER), "{top:#?}");
+    assert!(
+        !top.iter()
+            .any(|r| r.name == FIELD || r.name.starts_with("[10")),
+        "no field names without DWARF: {top:#?}"
+    );
+    assert!(
+        top.iter().any(|r| r.name.starts_with("[alloc: ")),
+        "untyped holders are named by allocation: {top:#?}"
+    );
+    assert!(pprof(&["-comments"], &pb).contains("conservative scan only"));
 }
 
 /// `heapsnap leaks` with these extra arguments and the snapshot `snap`: (exit code,

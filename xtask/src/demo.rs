@@ -67,6 +67,7 @@ pub fn run(args: &[String]) -> Res {
             what: "C firmware",
             snapshots: crate::firmware_c::build_and_run()?,
             elf: Some(crate::firmware_c::out_dir().join(crate::firmware_c::ELF_NAME)),
+            leaks: None,
         }
     } else {
         profile_input()?
@@ -107,6 +108,11 @@ pub fn run(args: &[String]) -> Res {
     c.arg(first).arg(last);
     tools::run(&mut c)?;
 
+    let leak_files = match (&input.leaks, &input.elf) {
+        (Some(dir), Some(elf)) => Some(leak_check(&heapsnap, elf, dir)?),
+        _ => None,
+    };
+
     if !opts.serve {
         println!(
             "\n{} heap profile(s) of the {} (pprof, gzipped), oldest first:",
@@ -119,6 +125,12 @@ pub fn run(args: &[String]) -> Res {
         println!("\nlook at the last one with:");
         println!("  go tool pprof -top -lines {}", latest.display());
         println!("  cargo xtask demo          (the viewer, in the browser)");
+        if let Some(l) = &leak_files {
+            println!("\nwho holds the memory (the leak-check run: rate 1, RAM image):");
+            println!("  leak summary:      {}", l.summary.display());
+            println!("  retention profile: {}", l.retained.display());
+            println!("  go tool pprof -traces {}", l.retained.display());
+        }
         return Ok(());
     }
 
@@ -131,6 +143,12 @@ pub fn run(args: &[String]) -> Res {
         let to = demo_dir.join(name);
         std::fs::copy(from, &to)
             .map_err(|e| format!("copying {} to {}: {e}", from.display(), to.display()))?;
+    }
+
+    if let Some(l) = &leak_files {
+        let to = demo_dir.join(RETAINED_NAME);
+        std::fs::copy(&l.retained, &to)
+            .map_err(|e| format!("copying {} to {}: {e}", l.retained.display(), to.display()))?;
     }
 
     step("serving the viewer");
@@ -147,6 +165,13 @@ pub fn run(args: &[String]) -> Res {
         name(first)
     );
     println!("  {}&base=demo/{BASE_NAME}", demo_url(port));
+    if let Some(l) = &leak_files {
+        println!(
+            "Who holds the memory (references, not calls; leak summary in {}):",
+            l.summary.display()
+        );
+        println!("  http://127.0.0.1:{port}/?profile=demo/{RETAINED_NAME}");
+    }
     println!(
         "(serving {} on 127.0.0.1:{port}; Ctrl-C to stop)",
         www.display()
@@ -159,6 +184,76 @@ pub const PROFILE_NAME: &str = "firmware.pb.gz";
 /// The first snapshot's profile, the base of the diff URL.
 pub const BASE_NAME: &str = "firmware-base.pb.gz";
 
+/// The retention profile's name under `www/demo/`.
+pub const RETAINED_NAME: &str = "firmware-retained.pb.gz";
+
+/// What the leak check of the demo writes next to the leak-check run's files.
+struct LeakFiles {
+    /// `heapsnap leaks`' text: valgrind's summary and the loss records.
+    summary: PathBuf,
+    /// `heapsnap retain`'s pprof: reference paths as stacks.
+    retained: PathBuf,
+}
+
+/// `heapsnap leaks` and `heapsnap retain` over the firmware's leak-check run in `dir`
+/// (its snapshot, RAM image and console log, which says where the image starts).
+/// `heapsnap leaks` exits 1 on a leak: the demo firmware leaks on purpose, so 0 and 1
+/// both go on; anything else is an error.
+fn leak_check(heapsnap: &Path, elf: &Path, dir: &Path) -> Res<LeakFiles> {
+    step("leak check: who holds the memory (heapsnap leaks, heapsnap retain)");
+    let log_path = dir.join(crate::firmware::LOG_NAME);
+    let log =
+        std::fs::read_to_string(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let addr = log
+        .lines()
+        .filter(|l| l.contains("leaks-ram.bin"))
+        .find_map(|l| l.split(" bytes at ").nth(1))
+        .map(str::trim)
+        .ok_or_else(|| {
+            format!(
+                "{}: no `leaks-ram.bin: N bytes at ADDR` line: the leak-check run did not finish",
+                log_path.display()
+            )
+        })?;
+    let args = |c: &mut Command| {
+        c.arg("--elf")
+            .arg(elf)
+            .arg("--ram")
+            .arg(format!("{}@{addr}", dir.join("leaks-ram.bin").display()))
+            .arg(dir.join("leaks-snap.bin"));
+    };
+    let summary = dir.join("leaks.txt");
+    let mut c = Command::new(heapsnap);
+    c.arg("leaks");
+    args(&mut c);
+    eprintln!("    $ {c:?} > {}", summary.display());
+    let out = c
+        .output()
+        .map_err(|e| format!("cannot start {}: {e}", heapsnap.display()))?;
+    if !matches!(out.status.code(), Some(0 | 1)) {
+        return Err(format!(
+            "heapsnap leaks failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    std::fs::write(&summary, &out.stdout).map_err(|e| format!("{}: {e}", summary.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    for l in text
+        .lines()
+        .skip_while(|l| !l.starts_with("LEAK SUMMARY"))
+        .take(5)
+    {
+        println!("{l}");
+    }
+    let retained = dir.join("retained.pb.gz");
+    let mut c = Command::new(heapsnap);
+    c.arg("retain").arg("-o").arg(&retained);
+    args(&mut c);
+    tools::run(&mut c)?;
+    Ok(LeakFiles { summary, retained })
+}
+
 /// The URL that opens the viewer straight into the demo profile (the viewer's preload
 /// parameter names a path relative to `www/`).
 pub fn demo_url(port: u16) -> String {
@@ -170,6 +265,8 @@ struct Input {
     what: &'static str,
     snapshots: Vec<PathBuf>,
     elf: Option<PathBuf>,
+    /// The firmware's leak-check run (its folder), when it had one.
+    leaks: Option<PathBuf>,
 }
 
 fn profile_input() -> Res<Input> {
@@ -183,6 +280,7 @@ fn profile_input() -> Res<Input> {
                 what: "firmware",
                 snapshots,
                 elf: Some(crate::firmware::elf_path()),
+                leaks: Some(crate::firmware::leaks_out_dir()),
             })
         }
         Err(why) => {
@@ -236,6 +334,7 @@ fn host_workload() -> Res<Input> {
         what: "host workload",
         snapshots,
         elf: Some(exe),
+        leaks: None,
     })
 }
 

@@ -11,8 +11,10 @@
 //! reads the files and the ELF (`heapsnap-symbolize` finds the roots).
 
 mod report;
+mod types;
 
 pub use report::{partial_answer_warnings, retention_profile, summary, RETENTION_COMMENT};
+pub use types::{index, Field, Kind, Type, TypeId, Types, Variant, Variants};
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -245,6 +247,25 @@ impl Memory {
             .join(", ")
     }
 
+    /// The `size`-byte unsigned integer at `addr` (1 to 8 bytes, target byte order).
+    fn read(&self, addr: u64, size: u8) -> Option<u64> {
+        if !(1..=8).contains(&size) {
+            return None;
+        }
+        let b = self.bytes(addr, u64::from(size))?;
+        let mut v = 0u64;
+        if self.big_endian {
+            for &x in b {
+                v = (v << 8) | u64::from(x);
+            }
+        } else {
+            for &x in b.iter().rev() {
+                v = (v << 8) | u64::from(x);
+            }
+        }
+        Some(v)
+    }
+
     /// Calls `f(offset, value)` for every aligned word of `[start, start + len)`.
     fn words(&self, start: u64, len: u64, mut f: impl FnMut(u64, u64)) {
         let w = self.word as u64;
@@ -289,6 +310,29 @@ pub struct Leaks {
     /// static allocator's pool): scanning them would keep every freed block's stale
     /// pointers alive.
     pub excluded: Vec<Root>,
+    /// `labels[i]`: where in its holder the reference in `parent[i]` sits, as an index
+    /// into `label_frames` (see [`Leaks::label`]).
+    pub labels: Vec<u32>,
+    /// The distinct labels: reference-path frames (`seen`, `[10+]`, `Message.body`);
+    /// `label_frames[0]` is the empty one (an untyped holder).
+    pub label_frames: Vec<Vec<String>>,
+    /// `typed[i]`: object `i`'s type is known (reached by a typed pointer from a typed
+    /// root), so it is named by the fields and elements that lead to it, not by its
+    /// allocation site.
+    pub typed: Vec<bool>,
+    /// Roots scanned by type (their static's DWARF type is known).
+    pub typed_roots: usize,
+}
+
+/// One frame of a reference path, root first (see [`Leaks::reference_path`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathFrame<'a> {
+    /// The root that holds the chain (a static, the stack).
+    Root(&'a Root),
+    /// A holding object of unknown type: shown by its allocation site.
+    Object(&'a Object),
+    /// A field or element of a typed holder.
+    Field(&'a str),
 }
 
 impl Leaks {
@@ -326,6 +370,43 @@ impl Leaks {
         path.reverse();
         path
     }
+
+    /// Where in its holder the reference that reached object `i` sits: field and
+    /// element frames (`seen`, `[10+]`), empty when the holder is untyped.
+    pub fn label(&self, i: usize) -> &[String] {
+        let k = self.labels.get(i).copied().unwrap_or(0);
+        self.label_frames.get(k as usize).map_or(&[], Vec::as_slice)
+    }
+
+    /// The reference path to object `i` as frames, root first: the root, then for each
+    /// holder the fields and elements the reference sits in (typed holders) or the
+    /// holder itself (untyped ones), e.g. `ROUTER`, `seen`, `[10+]`. Empty for a
+    /// definitely lost object.
+    pub fn reference_path(&self, i: usize) -> Vec<PathFrame<'_>> {
+        let path = self.path(i);
+        let mut frames = Vec::new();
+        for (k, e) in path.iter().enumerate() {
+            match e.holder {
+                Holder::Root(r) => {
+                    if let Some(r) = self.roots.get(r) {
+                        frames.push(PathFrame::Root(r));
+                    }
+                }
+                Holder::Object(j) => {
+                    if !self.typed.get(j).copied().unwrap_or(false) {
+                        frames.push(PathFrame::Object(&self.objects[j]));
+                    }
+                }
+            }
+            // The object this edge reaches: the next edge's holder, or `i`.
+            let child = match path.get(k + 1).map(|n| n.holder) {
+                Some(Holder::Object(c)) => c,
+                _ => i,
+            };
+            frames.extend(self.label(child).iter().map(|s| PathFrame::Field(s)));
+        }
+        frames
+    }
 }
 
 /// The snapshot's object table as [`Object`]s, or why there is none.
@@ -343,16 +424,27 @@ pub fn objects_of(snap: &sampler_core::decoded::Snapshot) -> Result<Vec<Object>,
         .collect())
 }
 
-/// Run the leak check: `objects` in `memory`, scanned from `roots`.
+/// Run the leak check: `objects` in `memory`, scanned from `roots`, all untyped (see
+/// [`scan_typed`]).
+pub fn scan(memory: &Memory, roots: Vec<Root>, objects: Vec<Object>) -> Result<Leaks, LeakError> {
+    scan_typed(memory, roots, objects, None)
+}
+
+/// Run the leak check: `objects` in `memory`, scanned from `roots`; with `types`,
+/// roots whose static has a type are scanned by type first, so the objects they reach
+/// by typed pointers (and those objects' own typed pointers) get a type and the
+/// reference paths name fields and elements. Reachability is always the conservative
+/// scan's: a pointer in an integer field or in untyped memory still counts.
 ///
 /// Roots that contain an object are left out (see [`Leaks::excluded`]). Every object
 /// and every remaining root must be wholly in the images. Each object is scanned at
 /// most three times (reached as possibly lost, upgraded to reachable, and in the lost
 /// pass), so the work is linear in the memory scanned times the lookup's log.
-pub fn scan(
+pub fn scan_typed(
     memory: &Memory,
     roots: Vec<Root>,
     mut objects: Vec<Object>,
+    types: Option<&Types>,
 ) -> Result<Leaks, LeakError> {
     objects.sort();
     objects.dedup();
@@ -405,17 +497,9 @@ pub fn scan(
     }
     let roots = kept;
 
-    let lo = objects.first().map_or(0, |o| o.addr);
-    let hi = objects.iter().map(Object::end).max().unwrap_or(0);
+    let index = AddrIndex::new(&objects);
     // The object a word points into: (index, points at its first byte).
-    let find = |p: u64| -> Option<(usize, bool)> {
-        if p < lo || p >= hi.max(lo + 1) {
-            return None;
-        }
-        let i = objects.partition_point(|o| o.addr <= p).checked_sub(1)?;
-        let o = objects.get(i)?;
-        (p == o.addr || p < o.end()).then_some((i, p == o.addr))
-    };
+    let find = |p: u64| index.find(&objects, p);
 
     // Breadth first from the roots: state 0 unreached, 1 possibly lost, 2 still
     // reachable; an object is queued again when its state improves (at most twice).
@@ -484,13 +568,194 @@ pub fn scan(
             });
         }
     }
+    let mut labels = vec![0u32; n];
+    let mut label_frames = vec![Vec::new()];
+    let mut typed = vec![false; n];
+    let mut typed_roots = 0;
+    if let Some(types) = types {
+        let t = typed_pass(memory, &roots, &objects, types, &find);
+        typed_roots = t.roots.iter().filter(|r| r.is_some()).count();
+        for i in 0..n {
+            let Some(e) = t.parent[i] else { continue };
+            // Reached from a root by typed pointers to first bytes: the conservative
+            // pass reached it too, as still reachable (it scans every word the typed
+            // pass read); the typed path names the holders, so it wins.
+            parent[i] = Some(e);
+            typed[i] = t.ty[i].is_some();
+        }
+        // Labels are few and shared (`Node.left`): each written once to a scratch
+        // string and interned.
+        let mut interned: std::collections::HashMap<String, u32> = Default::default();
+        interned.insert(String::new(), 0);
+        let mut scratch = String::new();
+        for i in 0..n {
+            let Some(e) = parent[i] else { continue };
+            let (base, ty, top) = match e.holder {
+                Holder::Root(k) => (roots[k].start, t.roots[k], false),
+                Holder::Object(j) => (objects[j].addr, t.ty[j], true),
+            };
+            let Some((ty, count)) = ty else { continue };
+            scratch.clear();
+            types.locate(memory, base, ty, count, e.offset, top, &mut scratch);
+            labels[i] = match interned.get(&scratch) {
+                Some(&k) => k,
+                None => {
+                    let k = label_frames.len() as u32;
+                    label_frames.push(
+                        scratch
+                            .split_terminator(types::FRAME_END)
+                            .map(str::to_owned)
+                            .collect(),
+                    );
+                    interned.insert(scratch.clone(), k);
+                    k
+                }
+            };
+        }
+    }
     Ok(Leaks {
         objects,
         category,
         parent,
         roots,
         excluded,
+        labels,
+        label_frames,
+        typed,
+        typed_roots,
     })
+}
+
+/// What the typed pass found: each root's and object's type (and element count), and
+/// the typed reference that reached each object first.
+struct TypedPass {
+    roots: Vec<Option<(TypeId, u64)>>,
+    ty: Vec<Option<(TypeId, u64)>>,
+    parent: Vec<Option<Edge>>,
+}
+
+/// Breadth first from the typed roots along typed pointers to objects' first bytes: an
+/// object gets the pointer's target type when it fits in it (else it is reached but
+/// untyped, scanned conservatively). Each object is visited once.
+fn typed_pass(
+    memory: &Memory,
+    roots: &[Root],
+    objects: &[Object],
+    types: &Types,
+    find: &impl Fn(u64) -> Option<(usize, bool)>,
+) -> TypedPass {
+    let n = objects.len();
+    let mut p = TypedPass {
+        roots: roots
+            .iter()
+            .map(|r| {
+                let t = *types.statics.get(&r.start)?;
+                (types.bytes(t, 1)? <= r.size).then_some((t, 1))
+            })
+            .collect(),
+        ty: vec![None; n],
+        parent: vec![None; n],
+    };
+    let mut queue = VecDeque::new();
+    let word = memory.word as u8;
+    let visit = |holder: Holder,
+                 base: u64,
+                 p: &mut TypedPass,
+                 queue: &mut VecDeque<usize>,
+                 (t, count): (TypeId, u64)| {
+        types.pointers(memory, base, t, count, &mut |slot, target| {
+            let Some(v) = memory.read(slot, word) else {
+                return;
+            };
+            let Some((i, true)) = find(v) else { return };
+            if p.parent[i].is_some() || holder == Holder::Object(i) {
+                return;
+            }
+            p.parent[i] = Some(Edge {
+                holder,
+                offset: slot - base,
+            });
+            p.ty[i] = target.ty.and_then(|t| {
+                let bytes = types.bytes(t, target.count)?;
+                (bytes <= objects[i].size).then_some((t, target.count))
+            });
+            queue.push_back(i);
+        });
+    };
+    for (k, r) in roots.iter().enumerate() {
+        if let Some(t) = p.roots[k] {
+            visit(Holder::Root(k), r.start, &mut p, &mut queue, t);
+        }
+    }
+    while let Some(i) = queue.pop_front() {
+        if let Some(t) = p.ty[i] {
+            visit(Holder::Object(i), objects[i].addr, &mut p, &mut queue, t);
+        }
+    }
+    p
+}
+
+/// Which object holds an address, in (amortized) constant time: the objects' span cut
+/// into about as many buckets as there are objects, each bucket knowing the last object
+/// that starts at or before it, so a lookup searches the one to three objects of its
+/// bucket (a plain binary search over a million objects made the scan twice as slow).
+struct AddrIndex {
+    lo: u64,
+    hi: u64,
+    shift: u32,
+    /// `first[b]`: the last object starting at or before bucket `b`'s start (0 when
+    /// none), for `b` in `0..=buckets`.
+    first: Vec<u32>,
+}
+
+impl AddrIndex {
+    fn new(objects: &[Object]) -> Self {
+        let lo = objects.first().map_or(0, |o| o.addr);
+        // A zero-size object still has its address (a pointer to it counts).
+        let hi = objects
+            .iter()
+            .map(|o| o.addr.saturating_add(o.size.max(1)))
+            .max()
+            .unwrap_or(0)
+            .max(lo + 1);
+        let span = hi - lo;
+        let want = (objects.len() as u64).max(1);
+        // The smallest power-of-two bucket size with at most `want` buckets.
+        let mut shift = 0;
+        while (span >> shift) > want {
+            shift += 1;
+        }
+        let buckets = (span >> shift) + 1;
+        let mut first = Vec::with_capacity(buckets as usize + 1);
+        let mut i = 0usize;
+        for b in 0..=buckets {
+            let start = lo.saturating_add(b << shift);
+            while i + 1 < objects.len() && objects[i + 1].addr <= start {
+                i += 1;
+            }
+            first.push(i as u32);
+        }
+        AddrIndex {
+            lo,
+            hi,
+            shift,
+            first,
+        }
+    }
+
+    /// The object `p` points into: (index, `p` is its first byte).
+    fn find(&self, objects: &[Object], p: u64) -> Option<(usize, bool)> {
+        if p < self.lo || p >= self.hi {
+            return None;
+        }
+        let b = ((p - self.lo) >> self.shift) as usize;
+        let from = *self.first.get(b)? as usize;
+        let to = (*self.first.get(b + 1)? as usize + 1).min(objects.len());
+        let slice = objects.get(from..to)?;
+        let i = from + slice.partition_point(|o| o.addr <= p).checked_sub(1)?;
+        let o = objects.get(i)?;
+        (p == o.addr || p < o.end()).then_some((i, p == o.addr))
+    }
 }
 
 /// The marking pass's state.

@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::{thousands, Category, Holder, Leaks};
+use super::{thousands, Category, Leaks, PathFrame};
 use crate::import::SiteStacks;
 use crate::profile::{Line, Profile};
 
 /// The comment that marks a retention profile, so the viewer (and a reader of `go tool
 /// pprof -comments`) knows the frames are references, not calls.
-pub const RETENTION_COMMENT: &str = "heapsnap retention profile: each stack is a reference path (root static -> holding heap objects -> the object's allocation site), not a call stack";
+pub const RETENTION_COMMENT: &str = "heapsnap retention profile: each stack is a reference path (root static -> fields and elements of the holders, or [alloc: SITE] for an untyped one -> the object's allocation site), not a call stack";
 
 /// The leak summary in valgrind's words and layout, then one loss record per
 /// (category, allocation site) of the lost and possibly lost objects, largest first,
@@ -98,8 +98,9 @@ pub fn summary(leaks: &Leaks, stacks: &mut SiteStacks<'_>, notes: &[String]) -> 
 
 /// The retention profile: one sample per object, values `inuse_objects/count` and
 /// `inuse_space/bytes`, whose stack is the object's allocation stack under the
-/// reference path that holds it (root first: the static, then each holding object as
-/// `[alloc: SITE]`). Lost objects sit under one root frame named for their category
+/// reference path that holds it (root first: the static, then the fields and elements
+/// of typed holders, `seen`, `[10+]`, `Message.body`, and each untyped holding object
+/// as `[alloc: SITE]`). Lost objects sit under one root frame named for their category
 /// (`[definitely lost]`, …); an indirectly lost one under its group's leader, a
 /// possibly lost one under the path with the interior pointer. Carries
 /// [`RETENTION_COMMENT`] and `notes` as comments.
@@ -128,12 +129,13 @@ pub fn retention_profile(leaks: &Leaks, mut stacks: SiteStacks<'_>, notes: &[Str
     for i in 0..leaks.objects.len() {
         let o = leaks.objects[i];
         let mut locs = stacks.locations(o.stack_id);
-        let path = leaks.path(i);
-        for e in path.iter().rev() {
-            let name = match e.holder {
-                Holder::Root(k) => leaks.roots.get(k).map_or("?".into(), |r| r.name.clone()),
-                Holder::Object(j) => {
-                    let sid = leaks.objects[j].stack_id;
+        let path = leaks.reference_path(i);
+        for f in path.iter().rev() {
+            let name = match *f {
+                PathFrame::Root(r) => r.name.clone(),
+                PathFrame::Field(s) => s.to_owned(),
+                PathFrame::Object(o) => {
+                    let sid = o.stack_id;
                     let site = site_names.entry(sid).or_insert_with(|| {
                         stacks
                             .frames(sid)

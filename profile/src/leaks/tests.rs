@@ -326,3 +326,198 @@ fn counts_read_like_valgrind() {
     assert_eq!(thousands(1234), "1,234");
     assert_eq!(thousands(1_234_567), "1,234,567");
 }
+
+/// The frames of object `addr`'s reference path: root names, fields, `<alloc ADDR>`.
+fn frames_of(l: &Leaks, addr: u64) -> Vec<String> {
+    let i = l.objects.iter().position(|o| o.addr == addr).unwrap();
+    l.reference_path(i)
+        .into_iter()
+        .map(|f| match f {
+            PathFrame::Root(r) => r.name.clone(),
+            PathFrame::Field(s) => s.to_owned(),
+            PathFrame::Object(o) => format!("<alloc {:#x}>", o.addr),
+        })
+        .collect()
+}
+
+fn typed_of(l: &Leaks, addr: u64) -> bool {
+    l.typed[l.objects.iter().position(|o| o.addr == addr).unwrap()]
+}
+
+fn field(name: Option<&str>, offset: u64, ty: TypeId) -> Field {
+    Field {
+        name: name.map(Into::into),
+        offset,
+        ty,
+    }
+}
+
+/// 32-bit types: 0 `u32`, 1 `*mut Msg`, 2 `struct Msg { id: u32, next: *mut Msg }`.
+fn msg_types() -> Vec<Type> {
+    vec![
+        Type {
+            size: 4,
+            kind: Kind::Leaf,
+        },
+        Type {
+            size: 4,
+            kind: Kind::Pointer { pointee: Some(2) },
+        },
+        Type {
+            size: 8,
+            kind: Kind::Struct {
+                name: Some("Msg".into()),
+                fields: vec![field(Some("id"), 0, 0), field(Some("next"), 4, 1)],
+                variants: None,
+            },
+        },
+    ]
+}
+
+/// `static SLOTS: [Slot; 2]` with `enum Slot { Empty, Full(*mut Msg), Pair { b: u32 } }`:
+/// the discriminant picks the variant whose fields name the path; a pointer in the
+/// integer variant field is found conservatively and its object stays untyped; a
+/// `Msg` pointing to itself is visited once.
+#[test]
+fn enum_variants_are_chosen_by_their_discriminant() {
+    let (a, b) = (HEAP, HEAP + 0x40);
+    let mut types = msg_types();
+    types.push(Type {
+        size: 8,
+        kind: Kind::Struct {
+            name: Some("Slot".into()),
+            fields: vec![],
+            variants: Some(Variants {
+                discr: Some((0, 4)),
+                variants: vec![
+                    Variant {
+                        name: Some("Empty".into()),
+                        value: Some(0),
+                        fields: vec![],
+                    },
+                    Variant {
+                        name: Some("Full".into()),
+                        value: Some(1),
+                        fields: vec![field(None, 4, 1)],
+                    },
+                    Variant {
+                        name: Some("Pair".into()),
+                        value: Some(2),
+                        fields: vec![field(Some("b"), 4, 0)],
+                    },
+                ],
+            }),
+        },
+    });
+    types.push(Type {
+        size: 16,
+        kind: Kind::Array { elem: 3, count: 2 },
+    });
+    let types = Types::new(types, [(RAM, 4)].into());
+    let m = image(&[
+        (RAM, 1),
+        (RAM + 4, a as u32),
+        (RAM + 8, 2),
+        (RAM + 12, b as u32),
+        (a, 1),
+        (a + 4, a as u32),
+    ]);
+    let l = scan_typed(
+        &m,
+        vec![root("app::SLOTS", RAM, 16)],
+        vec![obj(a, 8), obj(b, 8)],
+        Some(&types),
+    )
+    .unwrap();
+    assert_eq!(l.typed_roots, 1);
+    assert_eq!(frames_of(&l, a), ["app::SLOTS", "[0]", "Full"]);
+    assert!(typed_of(&l, a));
+    assert_eq!(frames_of(&l, b), ["app::SLOTS", "[1]", "Pair.b"]);
+    assert!(!typed_of(&l, b));
+    assert!(!l.has_leaks());
+    assert_eq!(category_of(&l, b), Category::StillReachable);
+}
+
+/// A typed pointer to an object smaller than its pointee type does not type it (a
+/// stale or foreign pointer); the object is reached, untyped.
+#[test]
+fn a_pointee_type_larger_than_the_object_leaves_it_untyped() {
+    let a = HEAP;
+    let types = Types::new(msg_types(), [(RAM, 1)].into());
+    let m = image(&[(RAM, a as u32)]);
+    let l = scan_typed(
+        &m,
+        vec![root("app::P", RAM, 4)],
+        vec![obj(a, 4)],
+        Some(&types),
+    )
+    .unwrap();
+    assert!(!typed_of(&l, a));
+    assert_eq!(frames_of(&l, a), ["app::P"]);
+    assert_eq!(category_of(&l, a), Category::StillReachable);
+}
+
+/// `Vec<*mut Msg>` with capacity 3 and length 2: the live elements are typed and named
+/// by index; the stale pointer past the length is still followed conservatively (as
+/// valgrind would), but its object gets no type from it.
+#[test]
+fn a_vec_types_its_live_elements_only() {
+    let (buf, c, d, e) = (HEAP, HEAP + 0x40, HEAP + 0x80, HEAP + 0xc0);
+    let mut types = msg_types();
+    types.push(Type {
+        size: 12,
+        kind: Kind::Vec {
+            elem: 1,
+            ptr_offset: 0,
+            len_offset: 8,
+        },
+    });
+    let types = Types::new(types, [(RAM, 3)].into());
+    let m = image(&[
+        (RAM, buf as u32),
+        (RAM + 4, 3),
+        (RAM + 8, 2),
+        (buf, c as u32),
+        (buf + 4, d as u32),
+        (buf + 8, e as u32),
+    ]);
+    let l = scan_typed(
+        &m,
+        vec![root("app::V", RAM, 12)],
+        vec![obj(buf, 12), obj(c, 8), obj(d, 8), obj(e, 8)],
+        Some(&types),
+    )
+    .unwrap();
+    assert_eq!(frames_of(&l, buf), ["app::V"]);
+    assert_eq!(frames_of(&l, d), ["app::V", "[1]"]);
+    assert!(typed_of(&l, buf) && typed_of(&l, c) && typed_of(&l, d));
+    assert!(!typed_of(&l, e));
+    assert_eq!(category_of(&l, e), Category::StillReachable);
+}
+
+proptest::proptest! {
+    /// The bucketed address index answers as a binary search over the objects does,
+    /// for any layout (gaps, zero-size objects, huge spans) and any address.
+    #[test]
+    fn the_address_index_agrees_with_a_binary_search(
+        layout in proptest::collection::vec((0u64..5000, 0u64..300), 0..200),
+        probes in proptest::collection::vec(0u64..2_000_000, 50),
+    ) {
+        let mut objects = Vec::new();
+        let mut at = 0x1000u64;
+        for (gap, size) in layout {
+            at += gap;
+            objects.push(obj(at, size));
+            at += size.max(1);
+        }
+        let index = AddrIndex::new(&objects);
+        let naive = |p: u64| -> Option<(usize, bool)> {
+            let i = objects.partition_point(|o| o.addr <= p).checked_sub(1)?;
+            let o = objects[i];
+            (p == o.addr || p < o.end()).then_some((i, p == o.addr))
+        };
+        for p in probes.into_iter().chain(objects.iter().flat_map(|o| [o.addr, o.end(), o.addr.wrapping_sub(1)])) {
+            proptest::prop_assert_eq!(index.find(&objects, p), naive(p), "at {:#x}", p);
+        }
+    }
+}
