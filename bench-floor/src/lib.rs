@@ -87,3 +87,35 @@ mod wasm {
         SUM.get() as u32
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::pass;
+
+    /// A profile of `n` samples, each with location ids [1, 2] and values [5, v].
+    fn profile(n: usize, v: u8) -> Vec<u8> {
+        let sample = [0x0a, 2, 1, 2, 0x12, 2, 5, v];
+        let mut p = vec![0x32, 0]; // string_table: [""]
+        for _ in 0..n {
+            p.extend([0x12, sample.len() as u8]);
+            p.extend(sample);
+        }
+        p
+    }
+
+    #[test]
+    fn every_sample_is_read_and_its_values_reach_the_checksum() {
+        let (sum, samples) = pass(&profile(3, 7)).unwrap();
+        assert_eq!(samples, 3);
+        let (other, _) = pass(&profile(3, 9)).unwrap();
+        assert_ne!(sum, other, "the values are part of the pass");
+    }
+
+    #[test]
+    fn bytes_that_are_not_protobuf_are_refused() {
+        assert_eq!(pass(&[0xff]), None);
+        let mut cut = profile(2, 7);
+        cut.pop();
+        assert_eq!(pass(&cut), None, "a sample cut short");
+    }
+}
