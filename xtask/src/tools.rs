@@ -292,10 +292,18 @@ pub fn ensure_npm_pinned(prefix: &str, name: &str, version: &str) -> Res<PathBuf
         return Ok(pkg);
     }
     ensure_apt(&[("node", "nodejs"), ("npm", "npm")])?;
-    step(&format!("installing npm {name}@{version} into .tools/{prefix}"));
+    step(&format!(
+        "installing npm {name}@{version} into .tools/{prefix}"
+    ));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     run(Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--save-exact", "--prefix"])
+        .args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--save-exact",
+            "--prefix",
+        ])
         .arg(&dir)
         .arg(format!("{name}@{version}")))?;
     Ok(pkg)

@@ -183,7 +183,11 @@ pub fn bench(args: &[String]) -> Res {
         match a.as_str() {
             "--peers" => with_peers = true,
             "--short" => short = true,
-            a => return Err(format!("`bench-viewer` takes --peers [--short] (got `{a}`)")),
+            a => {
+                return Err(format!(
+                    "`bench-viewer` takes --peers [--short] (got `{a}`)"
+                ))
+            }
         }
     }
     if short && !with_peers {
@@ -223,10 +227,18 @@ const SPEEDSCOPE_VERSION: &str = "1.25.0";
 /// speedscope's beyond the runs' own spread. `www` holds the release bundle.
 pub fn peers(www: &Path, short: bool) -> Res {
     let modules = ensure_browser_tools()?;
-    tools::ensure_apt(&[("go", "golang-go"), ("/usr/bin/time", "time"), ("gzip", "gzip")])?;
+    tools::ensure_apt(&[
+        ("go", "golang-go"),
+        ("/usr/bin/time", "time"),
+        ("gzip", "gzip"),
+    ])?;
     let speedscope = tools::ensure_npm_pinned("peers", "speedscope", SPEEDSCOPE_VERSION)?;
     let target = target_dir();
-    let out = target.join(if short { "bench-peers-short" } else { "bench-peers" });
+    let out = target.join(if short {
+        "bench-peers-short"
+    } else {
+        "bench-peers"
+    });
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
 
     step("building the Go heap-profile generator (tests/go/heapbench)");
@@ -240,7 +252,13 @@ pub fn peers(www: &Path, short: bool) -> Res {
     )?;
     step("building the floor (bench-floor: wasm, and native for the full run)");
     tools::run(cargo().args([
-        "build", "--release", "-p", "bench-floor", "--lib", "--target", TARGET,
+        "build",
+        "--release",
+        "-p",
+        "bench-floor",
+        "--lib",
+        "--target",
+        TARGET,
     ]))?;
     let floor_wasm = target.join(TARGET).join("release/bench_floor.wasm");
 
@@ -257,11 +275,19 @@ pub fn peers(www: &Path, short: bool) -> Res {
     } else {
         step("building heapsnap and the native floor (release)");
         tools::run(cargo().args([
-            "build", "--release", "-p", "bench-floor", "--bin", "bench-floor", "-p",
-            "host-cli", "--bin", "heapsnap",
+            "build",
+            "--release",
+            "-p",
+            "bench-floor",
+            "--bin",
+            "bench-floor",
+            "-p",
+            "host-cli",
+            "--bin",
+            "heapsnap",
         ]))?;
-        let pprof = Path::new(tools::output(go(&target).args(["env", "GOTOOLDIR"]))?.trim())
-            .join("pprof");
+        let pprof =
+            Path::new(tools::output(go(&target).args(["env", "GOTOOLDIR"]))?.trim()).join("pprof");
         node.env("BENCH_FLOOR_BIN", target.join("release/bench-floor"))
             .env("BENCH_HEAPSNAP", target.join("release/heapsnap"))
             .env("BENCH_PPROF", pprof);
