@@ -44,6 +44,9 @@ const RUNS = Number(process.env.BENCH_RUNS || 3);
 // Peers are slow on the large inputs: one run each unless asked (the short run: RUNS).
 const PEER_RUNS = Number(process.env.BENCH_PEER_RUNS || (short ? RUNS : 1));
 const TIMEOUT = Number(process.env.BENCH_TIMEOUT_S || 300) * 1000;
+// A run over this much memory is stopped and reported as failed (pprof takes 7 GB for
+// a 5 MB profile: the large inputs would take the shared machine down with it).
+const MEM_CAP = Number(process.env.BENCH_MEM_CAP_GB || 6) * 2 ** 30;
 const shots = path.join(outDir, 'shots');
 fs.mkdirSync(shots, { recursive: true });
 
@@ -134,19 +137,32 @@ function anonRss(pid) {
 
 /// Polls the private resident memory of this run's renderer processes (one browser
 /// at a time; shared pages such as Chromium's own code are left out, so the figure is
-/// what the page made) until stopped; resolves to the peak of their sum.
-function pollRendererMemory() {
-  let peak = 0, on = true, pids = [], listed = 0;
+/// what the page made) plus `extra()`'s resident memory (a peer's server), until
+/// stopped; resolves to the peak of their sum. Over MEM_CAP it kills them all and
+/// `over()` says so (the page then crashes and the run fails).
+function pollRendererMemory(extra = () => 0) {
+  let peak = 0, on = true, pids = [], listed = 0, over = false;
   const done = (async () => {
     while (on) {
       if (Date.now() - listed > 250) { pids = descendants('--type=renderer'); listed = Date.now(); }
-      peak = Math.max(peak, pids.reduce((s, p) => s + anonRss(p), 0));
+      const [e, pid] = [extra(), extra.pid?.()];
+      const now = pids.reduce((s, p) => s + anonRss(p), 0) + e;
+      peak = Math.max(peak, now);
+      if (now > MEM_CAP && !over) {
+        over = true;
+        for (const p of [...pids, pid].filter(Boolean)) { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } }
+      }
       await new Promise((r) => setTimeout(r, 25));
     }
     return peak;
   })();
-  return () => { on = false; return done; };
+  const stop = () => { on = false; return done; };
+  stop.over = () => over;
+  return stop;
 }
+
+/// The error of a run that `stopRss` stopped for its memory, else `e`.
+const capped = (stopRss, e) => (stopRss.over?.() ? new Error(`over the memory cap of ${(MEM_CAP / 2 ** 30).toFixed(1)} GiB (stopped)`) : e);
 
 /// Polls the page's memory (V8 heap used + embedder + array-buffer backing stores,
 /// where the file's bytes and wasm memory live) until stopped; resolves to the peak.
@@ -221,6 +237,8 @@ async function viewerRun(tool, url, input, file, painted, shot) {
     const rss = await stopRss();
     const png = await page.screenshot({ path: shot });
     return { tool, ms, pageMem, rss, ink: await ink(page, png) };
+  } catch (e) {
+    throw capped(stopRss, e);
   } finally {
     await stop();
     await stopRss();
@@ -302,10 +320,13 @@ document.getElementById('file').addEventListener('change', async (e) => {
 async function pprofHttpRun(file, shot) {
   const port = await new Promise((res) => { const s = net.createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); }); });
   const { browser, page } = await freshPage();
-  const stopRss = pollRendererMemory();
+  let child;
+  const server = () => (child ? anonRss(child.pid) : 0);
+  server.pid = () => child?.pid;
+  const stopRss = pollRendererMemory(server);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'pprof-'));
   const t0 = performance.now();
-  const child = spawn(PPROF, [`-http=127.0.0.1:${port}`, '-no_browser', file], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, PPROF_TMPDIR: tmp } });
+  child = spawn(PPROF, [`-http=127.0.0.1:${port}`, '-no_browser', file], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, PPROF_TMPDIR: tmp } });
   let stderr = '';
   child.stderr.on('data', (d) => { stderr += d; });
   let exited = null;
@@ -322,7 +343,9 @@ async function pprofHttpRun(file, shot) {
     const pprofRss = peakRss(child.pid);
     const rss = await stopRss();
     const png = await page.screenshot({ path: shot });
-    return { tool: 'pprof', ms, pageMem: NaN, rss: rss + pprofRss, pprofRss, ink: await ink(page, png) };
+    return { tool: 'pprof', ms, pageMem: NaN, rss, pprofRss, ink: await ink(page, png) };
+  } catch (e) {
+    throw capped(stopRss, e);
   } finally {
     await stopRss();
     child.kill();
@@ -334,12 +357,15 @@ async function pprofHttpRun(file, shot) {
 /// A native command under /usr/bin/time: wall seconds and peak RSS (its own or its
 /// largest child's); it must exit 0 and print at least `lines` lines.
 function timed(tool, argv, lines) {
-  const r = spawnSync('/usr/bin/time', ['-f', '@@time %e %M', ...argv], { maxBuffer: 1 << 30, timeout: TIMEOUT });
+  // The memory cap as an address-space limit: a Go or Rust program over it fails to
+  // allocate and exits non-zero.
+  const cap = ['prlimit', `--as=${MEM_CAP}`, '--'];
+  const r = spawnSync('/usr/bin/time', ['-f', '@@time %e %M', ...cap, ...argv], { maxBuffer: 1 << 30, timeout: TIMEOUT });
   const err = r.stderr.toString();
   const m = err.match(/@@time ([\d.]+) (\d+)/);
   const out = r.stdout.toString().split('\n').filter(Boolean).length;
   if (r.status !== 0 || !m || out < lines) {
-    throw new Error(`${argv.join(' ')}: status ${r.status ?? r.signal}, ${out} lines: ${err.replace(/@@time.*/, '').trim().slice(0, 400)}`);
+    throw new Error(`${argv.join(' ')}: status ${r.status ?? r.signal} (address space capped at ${(MEM_CAP / 2 ** 30).toFixed(1)} GiB, time at ${TIMEOUT / 1000} s), ${out} lines: ${err.replace(/@@time.*/, '').trim().slice(0, 300)}`);
   }
   return { tool, ms: Number(m[1]) * 1000, rss: Number(m[2]) * 1024 };
 }
