@@ -18,6 +18,8 @@
 // run must exit 0 and print a table.
 //
 // Usage: node bench_peers.mjs WWW OUT_DIR [--short]
+// BENCH_INPUTS=name,… runs those inputs only; BENCH_RUNS, BENCH_PEER_RUNS, BENCH_TIMEOUT_S
+// and BENCH_MEM_CAP_GB change the runs, the time limit and the memory cap of each run.
 // Environment: HEAPSNAP_NODE_MODULES (playwright-core), BENCH_SPEEDSCOPE (speedscope's
 // dist/release), BENCH_FLOOR_WASM, BENCH_GO_HEAP (tests/go/heapbench, built); full run
 // only: BENCH_FLOOR_BIN, BENCH_HEAPSNAP, BENCH_PPROF.
@@ -68,6 +70,7 @@ function inputs() {
     make: (p) => { const g = generate(opts); fs.writeFileSync(p, gz ? g.gz : g.raw); },
   });
   if (short) return [go('go-heap-1mb.pb.gz', 10)];
+  const only = process.env.BENCH_INPUTS?.split(',');
   return [
     go('go-heap-1mb.pb.gz', 10),
     go('go-heap-5mb.pb.gz', 55),
@@ -75,7 +78,7 @@ function inputs() {
     synthetic('synthetic-550k.pb.gz', {}, true),
     synthetic('synthetic-550k.pb', {}, false),
     synthetic('deep-500.pb.gz', { samples: 60_000, stacks: 20_000, depth: 500 }, true),
-  ];
+  ].filter((i) => !only || only.includes(i.name));
 }
 
 function prepare(input) {
@@ -171,7 +174,8 @@ function pollPageMemory(cdp) {
   const done = (async () => {
     while (on) {
       try {
-        const h = await cdp.send('Runtime.getHeapUsage');
+        // Bounded: a crashed page never answers.
+        const h = await Promise.race([cdp.send('Runtime.getHeapUsage'), new Promise((_, no) => setTimeout(() => no(new Error('no answer')), 1000))]);
         peak = Math.max(peak, h.usedSize + (h.embedderHeapUsedSize || 0) + (h.backingStorageSize || 0));
       } catch { /* page busy or closing */ }
       await new Promise((r) => setTimeout(r, 20));
@@ -215,28 +219,34 @@ async function freshPage() {
   await page.addInitScript(() => {
     document.addEventListener('change', () => { window.__t0 ??= performance.now(); }, true);
   });
+  page.setDefaultTimeout(TIMEOUT);
   const cdp = await page.context().newCDPSession(page);
-  return { browser, page, cdp };
+  // A page whose renderer died (out of memory, or stopped at the memory cap) answers no
+  // wait: every wait below races this.
+  const crashed = new Promise((_, reject) => page.on('crash', () => reject(new Error('the page crashed'))));
+  crashed.catch(() => {});
+  const guard = (p) => Promise.race([p, crashed]);
+  return { browser, page, cdp, guard };
 }
 
 /// One browser run of a tool whose site is at `url`: choose `file` in `input`, wait for
 /// `painted` (a page function returning true once the flame graph is drawn), then one
 /// more animation frame; returns time, page memory, renderer RSS, coloured pixels.
-async function viewerRun(tool, url, input, file, painted, shot) {
-  const { browser, page, cdp } = await freshPage();
+async function viewerRun(tool, url, input, file, painted, shot, phases = () => '') {
+  const { browser, page, cdp, guard } = await freshPage();
   let stop = async () => 0, stopRss = stop;
   try {
     await page.goto(url);
     await page.waitForSelector(input, { state: 'attached' });
     [stop, stopRss] = [pollPageMemory(cdp), pollRendererMemory()];
-    await page.setInputFiles(input, file);
-    await page.waitForFunction(painted, null, { timeout: TIMEOUT, polling: 'raf' });
+    await guard(page.setInputFiles(input, file));
+    await guard(page.waitForFunction(painted, null, { timeout: TIMEOUT, polling: 'raf' }));
     const ms = await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r(performance.now() - window.__t0))));
     // Wasm memory is not in V8's heap figures; it never shrinks, so its size now is its peak.
     const pageMem = (await stop()) + (await page.evaluate(wasmBytes));
     const rss = await stopRss();
     const png = await page.screenshot({ path: shot });
-    return { tool, ms, pageMem, rss, ink: await ink(page, png) };
+    return { tool, ms, pageMem, rss, ink: await ink(page, png), phases: await page.evaluate(phases) };
   } catch (e) {
     throw capped(stopRss, e);
   } finally {
@@ -248,7 +258,10 @@ async function viewerRun(tool, url, input, file, painted, shot) {
 
 const heapsnapRun = (urls, file, shot) =>
   viewerRun('heapsnap', urls.heapsnap, '[data-testid=file-input]', file,
-    () => performance.getEntriesByName('heapsnap:flame-painted').length > 0, shot);
+    () => performance.getEntriesByName('heapsnap:flame-painted').length > 0, shot,
+    // Where the time goes: the viewer's own marks, from the file chosen.
+    () => ['decoded', 'indexed', 'flame-built', 'flame-drawing', 'flame-painted']
+      .map((n) => `${n} ${(performance.getEntriesByName(`heapsnap:${n}`)[0]?.startTime - window.__t0).toFixed(0)}`).join(', '));
 
 // speedscope mounts its flame chart (two canvases besides the shared WebGL one) once
 // the import is done, and draws it on the next animation frame.
@@ -261,14 +274,14 @@ const speedscopeRun = (urls, file, shot) =>
 /// wasm over the inflated bytes (the first runs in V8's baseline tier: one call, no
 /// tier-up within it). Memory: the page's peak with the inflated bytes in wasm.
 async function floorRun(urls, file) {
-  const { browser, page, cdp } = await freshPage();
+  const { browser, page, cdp, guard } = await freshPage();
   let stop = async () => 0, stopRss = stop;
   try {
     await page.goto(urls.floor);
     await page.waitForFunction(() => window.__floorWasm);
     [stop, stopRss] = [pollPageMemory(cdp), pollRendererMemory()];
-    await page.setInputFiles('#file', file);
-    const r = await page.waitForFunction(() => window.__floor, null, { timeout: TIMEOUT }).then((h) => h.jsonValue());
+    await guard(page.setInputFiles('#file', file));
+    const r = await guard(page.waitForFunction(() => window.__floor, null, { timeout: TIMEOUT }).then((h) => h.jsonValue()));
     if (r.error) throw new Error(`floor: ${r.error}`);
     if (!(r.samples > 0)) throw new Error(`floor: the pass read no sample (${r.samples})`);
     return { tool: 'floor', ms: r.read + r.pass, read: r.read, pass: r.pass, samples: r.samples, pageMem: (await stop()) + (await page.evaluate(wasmBytes)), rss: await stopRss(), ink: Infinity };
@@ -319,7 +332,7 @@ document.getElementById('file').addEventListener('change', async (e) => {
 /// Memory: pprof's peak RSS plus the renderer's.
 async function pprofHttpRun(file, shot) {
   const port = await new Promise((res) => { const s = net.createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); }); });
-  const { browser, page } = await freshPage();
+  const { browser, page, guard } = await freshPage();
   let child;
   const server = () => (child ? anonRss(child.pid) : 0);
   server.pid = () => child?.pid;
@@ -337,7 +350,7 @@ async function pprofHttpRun(file, shot) {
       if (performance.now() - t0 > TIMEOUT) throw new Error('pprof -http: timed out');
       try { await page.goto(`http://127.0.0.1:${port}/ui/flamegraph`, { timeout: TIMEOUT }); break; } catch { await new Promise((r) => setTimeout(r, 50)); }
     }
-    await page.waitForFunction(() => document.querySelectorAll('g.frame').length > 0, null, { timeout: TIMEOUT, polling: 'raf' });
+    await guard(page.waitForFunction(() => document.querySelectorAll('g.frame').length > 0, null, { timeout: TIMEOUT, polling: 'raf' }));
     await page.evaluate(() => new Promise((r) => requestAnimationFrame(r)));
     const ms = performance.now() - t0;
     const pprofRss = peakRss(child.pid);
@@ -427,7 +440,7 @@ try {
       r.pprofTop = await attempt(() => repeat(PEER_RUNS, () => ({ ...timed('pprof', [PPROF, '-top', input.path], 5), ink: Infinity })));
     }
     for (const [k, v] of Object.entries(r)) {
-      if (k !== 'input') console.error(`  ${k.padEnd(12)} ${v.failed ? `FAILED ${v.failed}` : `${v.ms.toFixed(0)} ms (runs ${v.all.map((x) => x.toFixed(0)).join(', ')}), page ${(v.pageMem / 1e6).toFixed(0)} MB, RSS ${(v.rss / 1e6).toFixed(0)} MB`}`);
+      if (k !== 'input') console.error(`  ${k.padEnd(12)} ${v.failed ? `FAILED ${v.failed}` : `${v.ms.toFixed(0)} ms (runs ${v.all.map((x) => x.toFixed(0)).join(', ')}), page ${(v.pageMem / 1e6).toFixed(0)} MB, RSS ${(v.rss / 1e6).toFixed(0)} MB${v.phases ? ` (first run, ms after the file is chosen: ${v.phases})` : ''}${v.read !== undefined ? ` (inflate/read ${v.read.toFixed(0)} ms, pass ${v.pass.toFixed(0)} ms)` : ''}`}`);
     }
     results.push(r);
   }
