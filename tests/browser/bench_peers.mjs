@@ -45,7 +45,7 @@ const [FLOOR_BIN, HEAPSNAP, PPROF] = short ? [] : [env('BENCH_FLOOR_BIN'), env('
 const RUNS = Number(process.env.BENCH_RUNS || 3);
 // Peers are slow on the large inputs: one run each unless asked (the short run: RUNS).
 const PEER_RUNS = Number(process.env.BENCH_PEER_RUNS || (short ? RUNS : 1));
-const TIMEOUT = Number(process.env.BENCH_TIMEOUT_S || 300) * 1000;
+const TIMEOUT = Number(process.env.BENCH_TIMEOUT_S || 240) * 1000;
 // A run over this much memory is stopped and reported as failed (pprof takes 7 GB for
 // a 5 MB profile: the large inputs would take the shared machine down with it).
 const MEM_CAP = Number(process.env.BENCH_MEM_CAP_GB || 6) * 2 ** 30;
