@@ -33,8 +33,9 @@ function rng(seed) {
   };
 }
 
-/// Returns { raw: Buffer, gz: Buffer, samples, stacks }.
-export function generate({ samples = 550_000, stacks = 50_000, functions = 6_000, locations = 24_000, seed = 42 } = {}) {
+/// Returns { raw: Buffer, gz: Buffer, samples, stacks }. `depth`: every stack exactly
+/// that many frames (default: 18 to 46).
+export function generate({ samples = 550_000, stacks = 50_000, functions = 6_000, locations = 24_000, seed = 42, depth: fixedDepth = 0 } = {}) {
   const rand = rng(seed);
   const strings = [''];
   const sid = new Map([['', 0]]);
@@ -49,7 +50,7 @@ export function generate({ samples = 550_000, stacks = 50_000, functions = 6_000
   const seen = new Set();
   const mix = (a, b) => (Math.imul(a ^ (b + 0x9e3779b9), 0x85ebca6b) >>> 0);
   while (stackList.length < stacks) {
-    const depth = 18 + Math.floor(rand() * 29);
+    const depth = fixedDepth || 18 + Math.floor(rand() * 29);
     const st = [];
     let h = 17;
     for (let d = 0; d < depth; d++) {

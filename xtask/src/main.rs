@@ -26,7 +26,10 @@ tasks:
                                  convert, serve the viewer with the profile preloaded
   test                           run every test (what CI runs)
   viewer [--dev]                 build the browser viewer into www/pkg
-  bench-viewer                   time file → first flame paint and memory in headless Chromium
+  bench-viewer [--peers [--short]]
+                                 time file → first flame paint and memory in headless Chromium
+                                 (--peers: against the floor, speedscope and go tool pprof,
+                                 one table; --short: the test command's guard)
   firmware [--matrix|--riscv]    build and run the QEMU firmware, writing snapshots
                                  (--matrix: at every opt-level, with and without LTO;
                                  --riscv: the riscv-rt firmware in QEMU virt)

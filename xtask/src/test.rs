@@ -67,6 +67,10 @@ pub fn run(args: &[String]) -> Res {
             .and_then(|_| crate::viewer::ensure_browser_tools())
             .map(|_| ())
     });
+    go(
+        "viewer against speedscope and the floor (short benchmark: heapsnap's first flame graph no slower)",
+        &|| crate::viewer::peers(&tools::root().join("www"), true),
+    );
     go("firmware in QEMU", &|| {
         crate::firmware::build_and_run().map(|_| ())
     });

@@ -281,6 +281,34 @@ pub fn ensure_npm(bin: &str, pkg_spec: &str) -> Res<PathBuf> {
     Ok(p)
 }
 
+/// Make sure the npm package `name` is installed at exactly `version` under
+/// `.tools/<prefix>/node_modules` (a prefix of its own, so that installing it never
+/// prunes the packages `ensure_npm` put in `.tools/`); returns the package's directory.
+pub fn ensure_npm_pinned(prefix: &str, name: &str, version: &str) -> Res<PathBuf> {
+    let dir = tools_dir().join(prefix);
+    let pkg = dir.join("node_modules").join(name);
+    let installed = std::fs::read_to_string(pkg.join("package.json")).unwrap_or_default();
+    if installed.contains(&format!("\"version\": \"{version}\"")) {
+        return Ok(pkg);
+    }
+    ensure_apt(&[("node", "nodejs"), ("npm", "npm")])?;
+    step(&format!(
+        "installing npm {name}@{version} into .tools/{prefix}"
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    run(Command::new("npm")
+        .args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--save-exact",
+            "--prefix",
+        ])
+        .arg(&dir)
+        .arg(format!("{name}@{version}")))?;
+    Ok(pkg)
+}
+
 /// The exact `version` of a package as pinned in Cargo.lock (e.g. wasm-bindgen).
 pub fn locked_version(krate: &str) -> Res<String> {
     let lock = std::fs::read_to_string(root().join("Cargo.lock"))

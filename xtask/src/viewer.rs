@@ -37,9 +37,7 @@ pub fn build(release: bool) -> Res<PathBuf> {
     tools::ensure_targets(&[TARGET])?;
     let version = tools::locked_version("wasm-bindgen")?;
     let bindgen = tools::ensure_cargo_bin("wasm-bindgen", "wasm-bindgen-cli", &version, false)?;
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| tools::root().join("target"));
+    let target_dir = target_dir();
     let wasm = if release {
         match build_small(&target_dir) {
             Ok(wasm) => wasm,
@@ -176,11 +174,29 @@ pub fn ensure_browser_tools() -> Res<PathBuf> {
 /// gzipped file, the time from file selection to the first flame-graph paint and the
 /// page's memory against their targets (≤ 1 s, ≤ 5× the file size); then the time of a
 /// sample-type switch and of a focus change on the loaded profile.
+///
+/// `--peers`: heapsnap against the floor and its peers in one run instead (see
+/// [`peers`]); `--peers --short` is the guard the test command runs.
 pub fn bench(args: &[String]) -> Res {
-    if let Some(a) = args.first() {
-        return Err(format!("`bench-viewer` takes no arguments (got `{a}`)"));
+    let (mut with_peers, mut short) = (false, false);
+    for a in args {
+        match a.as_str() {
+            "--peers" => with_peers = true,
+            "--short" => short = true,
+            a => {
+                return Err(format!(
+                    "`bench-viewer` takes --peers [--short] (got `{a}`)"
+                ))
+            }
+        }
+    }
+    if short && !with_peers {
+        return Err("`bench-viewer --short` goes with --peers".into());
     }
     let www = build(true)?;
+    if with_peers {
+        return peers(&www, short);
+    }
     let modules = ensure_browser_tools()?;
     let out = tools::root().join("target/bench-viewer");
     step("viewer benchmark in headless Chromium");
@@ -191,6 +207,117 @@ pub fn bench(args: &[String]) -> Res {
             .arg(&out)
             .env("HEAPSNAP_NODE_MODULES", modules),
     )
+}
+
+/// speedscope, the browser peer: its npm package ships the built site. Pinned, so the
+/// figures compare with the same peer from run to run.
+const SPEEDSCOPE_VERSION: &str = "1.25.0";
+
+/// heapsnap against the floor and its peers on the same files, in one run, printed as
+/// one table (tests/browser/bench_peers.mjs): the floor (the browser's inflate plus one
+/// pass over the protobuf fields in wasm; natively `gzip -dc` plus the same pass), the
+/// viewer, speedscope (installed here from npm, served locally, loaded through its file
+/// input) and `pprof -http` in the same Chromium; natively `heapsnap top` against
+/// `pprof -top`. The inputs are generated: Go runtime heap profiles of a real program
+/// (tests/go/heapbench) at about 1, 5 and 30 MB gzipped, the synthetic profile of the
+/// viewer benchmark (gzipped and raw) and a profile of 500-frame stacks.
+///
+/// `short` (the test command's step): the 1 MB Go profile only, the floor, heapsnap and
+/// speedscope in the browser; fails when heapsnap's first flame graph is slower than
+/// speedscope's beyond the runs' own spread. `www` holds the release bundle.
+pub fn peers(www: &Path, short: bool) -> Res {
+    let modules = ensure_browser_tools()?;
+    tools::ensure_apt(&[
+        ("go", "golang-go"),
+        ("/usr/bin/time", "time"),
+        ("gzip", "gzip"),
+    ])?;
+    let speedscope = tools::ensure_npm_pinned("peers", "speedscope", SPEEDSCOPE_VERSION)?;
+    let target = target_dir();
+    let out = target.join(if short {
+        "bench-peers-short"
+    } else {
+        "bench-peers"
+    });
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+
+    step("building the Go heap-profile generator (tests/go/heapbench)");
+    let heapbench = out.join("heapbench");
+    tools::run(
+        go(&target)
+            .current_dir(tools::root().join("tests/go/heapbench"))
+            .args(["build", "-o"])
+            .arg(&heapbench)
+            .arg("."),
+    )?;
+    step("building the floor (bench-floor: wasm, and native for the full run)");
+    tools::run(cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "bench-floor",
+        "--lib",
+        "--target",
+        TARGET,
+    ]))?;
+    let floor_wasm = target.join(TARGET).join("release/bench_floor.wasm");
+
+    let mut node = Command::new("node");
+    node.arg(tools::root().join("tests/browser/bench_peers.mjs"))
+        .arg(www)
+        .arg(&out)
+        .env("HEAPSNAP_NODE_MODULES", modules)
+        .env("BENCH_SPEEDSCOPE", speedscope.join("dist/release"))
+        .env("BENCH_FLOOR_WASM", &floor_wasm)
+        .env("BENCH_GO_HEAP", &heapbench);
+    if short {
+        node.arg("--short");
+    } else {
+        step("building heapsnap and the native floor (release)");
+        tools::run(cargo().args([
+            "build",
+            "--release",
+            "-p",
+            "bench-floor",
+            "--bin",
+            "bench-floor",
+            "-p",
+            "host-cli",
+            "--bin",
+            "heapsnap",
+        ]))?;
+        let pprof =
+            Path::new(tools::output(go(&target).args(["env", "GOTOOLDIR"]))?.trim()).join("pprof");
+        node.env("BENCH_FLOOR_BIN", target.join("release/bench-floor"))
+            .env("BENCH_HEAPSNAP", target.join("release/heapsnap"))
+            .env("BENCH_PPROF", pprof);
+    }
+    step(if short {
+        "heapsnap against speedscope and the floor (short)"
+    } else {
+        "heapsnap against the floor and its peers"
+    });
+    tools::run(&mut node)
+}
+
+/// The cargo target directory (`CARGO_TARGET_DIR` or `target/`).
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| tools::root().join("target"))
+}
+
+/// `go` with its caches under `target/` and no network (the programs use the standard
+/// library only), as the end-to-end tests run it.
+fn go(target: &Path) -> Command {
+    let mut c = Command::new("go");
+    c.env("GOCACHE", target.join("go-cache"))
+        .env("GOPATH", target.join("go-path"))
+        .env("GOPROXY", "off")
+        .env("GOTOOLCHAIN", "local")
+        .env("GOFLAGS", "-mod=mod")
+        .env("GO111MODULE", "on");
+    c
 }
 
 /// Prints the bundle files with raw and gzipped sizes; in release, against the budget.

@@ -1,0 +1,3 @@
+module heapsnap.test/heapbench
+
+go 1.19
