@@ -8,7 +8,7 @@
 //!
 //! Fails (never skips) when the artifacts are missing, like `firmware_e2e`.
 
-use e2e::{heapsnap, parse_pprof_top, pprof, repo_root, run, target_dir};
+use e2e::{heapsnap, parse_pprof_top, pprof, repo_root, run, target_dir, TopRow};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -74,6 +74,34 @@ fn leak_args(cmd: &mut Command, leaks: &Path, elf: &Path, addr: &str) {
         .arg("--ram")
         .arg(format!("{}@{addr}", leaks.join("leaks-ram.bin").display()))
         .arg(leaks.join("leaks-snap.bin"));
+}
+
+/// `heapsnap retain` of the leak-check run with the ELF `elf`, into
+/// `target/firmware-leaks/NAME`.
+fn retained(leaks: &Path, elf: &Path, addr: &str, name: &str) -> PathBuf {
+    let tmp = target_dir().join("firmware-leaks");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let pb = tmp.join(name);
+    let mut c = Command::new(heapsnap());
+    c.arg("retain").arg("-o").arg(&pb);
+    leak_args(&mut c, leaks, elf, addr);
+    run(&mut c);
+    pb
+}
+
+/// `go tool pprof -top` of `pb` in bytes, every node, with these extra flags.
+fn top_bytes(pb: &Path, extra: &[&str]) -> Vec<TopRow> {
+    let mut args = vec!["-top", "-unit=bytes", "-nodefraction=0"];
+    args.extend_from_slice(extra);
+    parse_pprof_top(&pprof(&args, pb))
+}
+
+/// The row of `name` in `top`.
+fn row(top: &[TopRow], name: &str) -> TopRow {
+    top.iter()
+        .find(|r| r.name == name)
+        .unwrap_or_else(|| panic!("no {name} in pprof -top: {top:#?}"))
+        .clone()
 }
 
 /// Lines of `fn NAME` in the router's source, read from the file so edits follow.
@@ -156,20 +184,9 @@ fn leaks_reports_exactly_what_the_firmware_lost_at_its_line() {
 fn retention_profile_puts_the_cache_under_the_static_that_holds_it() {
     let (leaks, elf) = artifacts();
     let (_, bytes, addr) = ground_truth(&leaks);
-    let tmp = target_dir().join("firmware-leaks");
-    std::fs::create_dir_all(&tmp).unwrap();
-    let pb = tmp.join("retained.pb.gz");
-    let mut c = Command::new(heapsnap());
-    c.arg("retain").arg("-o").arg(&pb);
-    leak_args(&mut c, &leaks, &elf, &addr);
-    run(&mut c);
-    let top = parse_pprof_top(&pprof(&["-top", "-unit=bytes", "-nodefraction=0"], &pb));
-    let row = |name: &str| {
-        top.iter()
-            .find(|r| r.name == name)
-            .unwrap_or_else(|| panic!("no {name} in pprof -top: {top:#?}"))
-            .clone()
-    };
+    let pb = retained(&leaks, &elf, &addr, "retained.pb.gz");
+    let top = top_bytes(&pb, &[]);
+    let row = |name: &str| row(&top, name);
     let cache = row(CACHE_FN);
     let holder = row(HOLDER);
     assert!(cache.flat > 0);
@@ -180,15 +197,7 @@ fn retention_profile_puts_the_cache_under_the_static_that_holds_it() {
         cache.flat
     );
     // Every byte of the cache is under the holder: focused on it, the cache is whole.
-    let focused = parse_pprof_top(&pprof(
-        &[
-            "-top",
-            "-unit=bytes",
-            "-nodefraction=0",
-            &format!("-focus=^{HOLDER}$"),
-        ],
-        &pb,
-    ));
+    let focused = top_bytes(&pb, &[&format!("-focus=^{HOLDER}$")]);
     let under = focused.iter().find(|r| r.name == CACHE_FN).unwrap();
     assert_eq!(
         under.flat, cache.flat,
@@ -230,20 +239,9 @@ fn traces(pb: &Path) -> Vec<Vec<String>> {
 fn retention_profile_names_the_field_and_elements_that_hold_the_cache() {
     let (leaks, elf) = artifacts();
     let (_, _, addr) = ground_truth(&leaks);
-    let tmp = target_dir().join("firmware-leaks");
-    std::fs::create_dir_all(&tmp).unwrap();
-    let pb = tmp.join("retained-typed.pb.gz");
-    let mut c = Command::new(heapsnap());
-    c.arg("retain").arg("-o").arg(&pb);
-    leak_args(&mut c, &leaks, &elf, &addr);
-    run(&mut c);
-    let top = parse_pprof_top(&pprof(&["-top", "-unit=bytes", "-nodefraction=0"], &pb));
-    let row = |name: &str| {
-        top.iter()
-            .find(|r| r.name == name)
-            .unwrap_or_else(|| panic!("no {name} in pprof -top: {top:#?}"))
-            .clone()
-    };
+    let pb = retained(&leaks, &elf, &addr, "retained-typed.pb.gz");
+    let top = top_bytes(&pb, &[]);
+    let row = |name: &str| row(&top, name);
     let cache = row(CACHE_FN);
     assert_eq!(
         row(FIELD).cum,
@@ -251,15 +249,7 @@ fn retention_profile_names_the_field_and_elements_that_hold_the_cache() {
         "the field {FIELD} holds exactly the cache"
     );
     // Focused on the field, the whole cache is there.
-    let focused = parse_pprof_top(&pprof(
-        &[
-            "-top",
-            "-unit=bytes",
-            "-nodefraction=0",
-            &format!("-focus=^{FIELD}$"),
-        ],
-        &pb,
-    ));
+    let focused = top_bytes(&pb, &[&format!("-focus=^{FIELD}$")]);
     let under = focused.iter().find(|r| r.name == CACHE_FN).unwrap();
     assert_eq!(under.flat, cache.flat);
     // The stacks: the cache's entries end (root last) in `[i]`, `seen`, ROUTER; the
@@ -329,12 +319,8 @@ fn an_elf_without_dwarf_falls_back_to_symbols_and_a_conservative_scan() {
     // The site from the symbol table: the function, no file and line.
     assert!(text.contains(&format!("at {LOST_FN}\n")), "{text}");
 
-    let pb = tmp.join("retained-stripped.pb.gz");
-    let mut c = Command::new(heapsnap());
-    c.arg("retain").arg("-o").arg(&pb);
-    leak_args(&mut c, &leaks, &stripped, &addr);
-    run(&mut c);
-    let top = parse_pprof_top(&pprof(&["-top", "-unit=bytes", "-nodefraction=0"], &pb));
+    let pb = retained(&leaks, &stripped, &addr, "retained-stripped.pb.gz");
+    let top = top_bytes(&pb, &[]);
     assert!(top.iter().any(|r| r.name == HOLDER), "{top:#?}");
     assert!(
         !top.iter()
