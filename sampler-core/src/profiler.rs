@@ -147,12 +147,12 @@ impl<
         if TOTALS {
             self.totals.alloc(size);
         }
-        if !self.countdown.take(size) {
+        let Some(shard) = self.countdown.take(size) else {
             return Recorded::Skipped;
-        }
+        };
         // `black_box`: the call must not become a tail call (`return record_alloc(..)`
         // in the caller), which would leave the caller's frame before it is walked.
-        core::hint::black_box(self.sampled(ptr as usize, size, stack))
+        core::hint::black_box(self.sampled(ptr as usize, size, stack, shard))
     }
 
     /// Record the free of `ptr`, of the `size` given to its [`record_alloc`]
@@ -241,7 +241,13 @@ impl<
     /// which lands in whatever frame the caller was inlined into.
     #[cold]
     #[inline(never)]
-    fn sampled<St: StackSource + ?Sized>(&self, addr: usize, size: usize, stack: &St) -> Recorded {
+    fn sampled<St: StackSource + ?Sized>(
+        &self,
+        addr: usize,
+        size: usize,
+        stack: &St,
+        shard: usize,
+    ) -> Recorded {
         let marker = 0u8;
         let boundary = core::hint::black_box(core::ptr::addr_of!(marker)) as usize;
         critical_section::with(|cs| {
@@ -255,7 +261,7 @@ impl<
             };
             let l = &mut *g;
             let next = l.rng.next_interval(l.rate);
-            self.countdown.reset(next);
+            self.countdown.reset(shard, next);
             if l.rate == 0 {
                 return Recorded::Skipped;
             }

@@ -74,42 +74,45 @@ impl Countdown {
         s
     }
 
+    /// The caller's shard: on the host, by the thread's stack; one shard on bare metal.
     #[inline(always)]
-    fn shard(&self) -> &AtomicIsize {
+    fn shard_index(&self) -> usize {
         #[cfg(feature = "std")]
         {
             // Thread stacks are megabytes apart; bits above 2 MiB tell threads apart.
             let marker = 0u8;
             let sp = core::ptr::addr_of!(marker) as usize;
-            let i = ((sp >> 21) ^ (sp >> 25)) % SHARDS;
-            // SAFETY: `i < SHARDS` by the modulo.
-            unsafe { &self.shards.get_unchecked(i).0 }
+            ((sp >> 21) ^ (sp >> 25)) % SHARDS
         }
         #[cfg(not(feature = "std"))]
         {
-            let [s] = &self.shards;
-            &s.0
+            0
         }
     }
 
-    /// The fast path: charge `size` bytes; `true` when this allocation is sampled
-    /// (the caller then takes the slow path and calls [`Countdown::reset`]).
+    /// The fast path: charge `size` bytes to the caller's shard; `Some(shard)` when this
+    /// allocation is sampled (the caller then takes the slow path and calls
+    /// [`Countdown::reset`] with that shard: the slow path runs deeper in the stack,
+    /// where the stack pointer may already name another shard).
     #[inline(always)]
-    pub(crate) fn take(&self, size: usize) -> bool {
-        let s = self.shard();
+    pub(crate) fn take(&self, size: usize) -> Option<usize> {
+        let i = self.shard_index();
+        let Shard(s) = self.shards.get(i)?;
         let left = s.load(Relaxed).wrapping_sub(size as isize);
         if left > 0 {
             s.store(left, Relaxed);
-            false
+            None
         } else {
-            true
+            Some(i)
         }
     }
 
-    /// Start the next interval on the caller's shard.
+    /// Start the next interval on `shard` (the one [`Countdown::take`] charged).
     #[inline]
-    pub(crate) fn reset(&self, next: isize) {
-        self.shard().store(next, Relaxed);
+    pub(crate) fn reset(&self, shard: usize, next: isize) {
+        if let Some(Shard(s)) = self.shards.get(shard) {
+            s.store(next, Relaxed);
+        }
     }
 
     /// Restart every shard (rate changed).
@@ -200,20 +203,35 @@ mod tests {
         let c = Countdown::new(1);
         let mut rng = IntervalRng::new(7);
         for size in [1usize, 8, 4096] {
-            assert!(c.take(size));
-            c.reset(rng.next_interval(1));
+            let shard = c.take(size).unwrap();
+            c.reset(shard, rng.next_interval(1));
         }
         let off = Countdown::new(0);
         for _ in 0..1000 {
-            assert!(!off.take(1 << 20));
+            assert!(off.take(1 << 20).is_none());
         }
     }
 
     #[test]
     fn countdown_crosses_zero_exactly_at_the_interval() {
         let c = Countdown::new(100);
-        assert!(!c.take(60)); // 40 left
-        assert!(!c.take(39)); // 1 left
-        assert!(c.take(1)); // reaches 0: sampled
+        assert!(c.take(60).is_none()); // 40 left
+        assert!(c.take(39).is_none()); // 1 left
+        assert!(c.take(1).is_some()); // reaches 0: sampled
+    }
+
+    /// The slow path restarts the shard the fast path charged, wherever its own stack
+    /// pointer is (it runs deeper, and on the host a thread's stack can straddle a shard
+    /// boundary: then every later allocation was sampled). Here the reset runs on
+    /// another thread's stack altogether.
+    #[cfg(feature = "std")]
+    #[test]
+    fn reset_restarts_the_shard_that_was_charged_from_any_stack() {
+        let c = Countdown::new(100);
+        let shard = c.take(100).unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| c.reset(shard, 1000));
+        });
+        assert!(c.take(10).is_none(), "the charged shard was not restarted");
     }
 }
