@@ -525,3 +525,16 @@ pub fn first_top_row(top: &str) -> &str {
         .nth(1)
         .unwrap_or_else(|| panic!("no rows in pprof -top output:\n{top}"))
 }
+
+/// `heapsnap diff --sample-index inuse_space --elf` of a firmware run's first and last
+/// snapshots: the report's text and the two snapshots, for the message.
+pub fn diff_first_and_last(out: &Path, elf_name: &str) -> (String, PathBuf, PathBuf) {
+    let snaps = firmware_snapshots(out);
+    let (first, last) = (snaps[0].clone(), snaps[snaps.len() - 1].clone());
+    let diff = run(Command::new(heapsnap())
+        .args(["diff", "--sample-index", "inuse_space", "--elf"])
+        .arg(out.join(elf_name))
+        .arg(&first)
+        .arg(&last));
+    (diff, first, last)
+}

@@ -8,9 +8,8 @@
 //!
 //! They fail (never skip) when the artifacts are missing.
 
-use e2e::{first_top_row, heapsnap, pprof, repo_root, run};
+use e2e::{first_top_row, pprof, repo_root};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// The ELF `cargo xtask firmware-c` leaves next to the snapshots.
 const ELF_NAME: &str = "firmware-c.elf";
@@ -164,14 +163,7 @@ fn malloc_calloc_and_realloc_are_each_recorded_once() {
 
 #[test]
 fn diff_of_first_and_last_snapshot_shows_the_c_leak_grew() {
-    let out = out_dir();
-    let snaps = e2e::firmware_snapshots(&out);
-    let (first, last) = (snaps.first().unwrap(), snaps.last().unwrap());
-    let diff = run(Command::new(heapsnap())
-        .args(["diff", "--sample-index", "inuse_space", "--elf"])
-        .arg(out.join(ELF_NAME))
-        .arg(first)
-        .arg(last));
+    let (diff, first, last) = e2e::diff_first_and_last(&out_dir(), ELF_NAME);
     let row = first_top_row(&diff);
     assert!(
         row.ends_with(LEAK_CHAIN[0]),

@@ -244,14 +244,7 @@ fn the_guides_firmware_at_default_release_names_its_leak() {
 
 #[test]
 fn diff_of_first_and_last_snapshot_shows_the_leak_grew() {
-    let out = firmware_out();
-    let snaps = snapshots(&out);
-    let (first, last) = (snaps.first().unwrap(), snaps.last().unwrap());
-    let diff = run(Command::new(heapsnap())
-        .args(["diff", "--sample-index", "inuse_space", "--elf"])
-        .arg(out.join(ELF_NAME))
-        .arg(first)
-        .arg(last));
+    let (diff, first, last) = e2e::diff_first_and_last(&firmware_out(), ELF_NAME);
     // `    2.56kB 85.28% 85.28%     2.56kB 85.28%  heapsnap_firmware::router::remember_message`
     // (signed as pprof prints a diff: growth positive, no `+`)
     let row = first_top_row(&diff);
