@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use heapsnap_profile::analysis::{self, Filter};
 use heapsnap_profile::export;
 use heapsnap_profile::import::{self, Input, Symbols};
-use heapsnap_profile::limits::{Budget, Limits};
+use heapsnap_profile::limits::Limits;
 use heapsnap_profile::profile::{self, Profile};
 use heapsnap_symbolize::{Elf, Resolver};
 use host_cli::files::{self, Input as In};
@@ -713,14 +713,6 @@ fn symbolized(snap: &Snapshot, input_len: u64, sym: &SymArgs, limits: &Limits) -
     } else {
         Some(&mut load as heapsnap_symbolize::Loader<'_>)
     };
-    let mut resolver = if sym.force_elf {
-        Resolver::forced(snap, elves, load)?
-    } else {
-        Resolver::new(snap, elves, load)?
-    };
-    if !sym.force_elf {
-        resolver.verify()?;
-    }
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::new(snap.buckets.len() as u64);
         b.set_message("converting");
@@ -731,12 +723,14 @@ fn symbolized(snap: &Snapshot, input_len: u64, sym: &SymArgs, limits: &Limits) -
             b.set_position(done);
         }
     };
-    let mut budget = Budget::new(limits, input_len);
-    let p = import::to_profile_limited(
+    let p = heapsnap_symbolize::snapshot_profile(
         snap,
-        &mut resolver as &mut dyn Symbols,
+        input_len,
+        elves,
+        load,
+        sym.force_elf,
+        limits,
         &mut progress,
-        &mut budget,
     );
     if let Some(b) = bar {
         b.finish_and_clear();

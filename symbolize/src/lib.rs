@@ -9,7 +9,7 @@ mod statics;
 mod types;
 
 pub use heapsnap_profile::import::{hex, machine_name, SymFrame};
-pub use resolve::{ConvertError, Loader, Resolver};
+pub use resolve::{snapshot_profile, ConvertError, Loader, Resolver};
 pub use statics::{static_data, StaticData};
 pub use types::types_from_dwarf;
 

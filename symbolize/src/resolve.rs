@@ -3,8 +3,11 @@
 //! mapping and the ELF's program headers; firmware (no mappings) at link addresses.
 
 use crate::{Elf, Source};
-use heapsnap_profile::import::{hex, mapping_index, snapshot_mappings, Resolved, Symbols};
-use heapsnap_profile::profile::Mapping;
+use heapsnap_profile::import::{
+    hex, mapping_index, snapshot_mappings, to_profile_limited, Resolved, Symbols,
+};
+use heapsnap_profile::limits::{Budget, LimitError, Limits};
+use heapsnap_profile::profile::{Mapping, Profile};
 use sampler_core::decoded::Snapshot;
 use std::collections::HashMap;
 
@@ -47,6 +50,45 @@ pub enum ConvertError {
     /// An ELF could not be read.
     #[error(transparent)]
     Symbolize(#[from] crate::SymbolizeError),
+    /// The profile being built went over a resource limit.
+    #[error(transparent)]
+    Limit(Box<LimitError>),
+}
+
+impl From<LimitError> for ConvertError {
+    fn from(e: LimitError) -> Self {
+        ConvertError::Limit(Box::new(e))
+    }
+}
+
+/// A snapshot as a profile, symbolized with the ELFs given (and, with `load`, the files
+/// its mappings name), checked that they fit unless `force` (`--force-elf`), and built
+/// within `limits` for an input of `input_len` bytes. The one conversion the CLI and the
+/// browser's importer both run, so a snapshot reads the same in both.
+pub fn snapshot_profile(
+    snap: &Snapshot,
+    input_len: u64,
+    elves: Vec<Elf>,
+    load: Option<Loader<'_>>,
+    force: bool,
+    limits: &Limits,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Profile, ConvertError> {
+    let mut resolver = if force {
+        Resolver::forced(snap, elves, load)?
+    } else {
+        Resolver::new(snap, elves, load)?
+    };
+    if !force {
+        resolver.verify()?;
+    }
+    let mut budget = Budget::new(limits, input_len);
+    Ok(to_profile_limited(
+        snap,
+        &mut resolver as &mut dyn Symbols,
+        progress,
+        &mut budget,
+    )?)
 }
 
 /// Reads a mapped file by its path: `Ok(None)` if there is none, `Err(why)` if there is

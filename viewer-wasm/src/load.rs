@@ -4,7 +4,7 @@
 
 use crate::perf::mark;
 use crate::state::{Action, Slot};
-use heapsnap_profile::analysis::{decode_compact, decode_compact_sized, CompactDecoder};
+use heapsnap_profile::analysis::CompactDecoder;
 use heapsnap_profile::limits::Limits;
 use heapsnap_profile::profile::{self, Profile, ProfileError};
 use js_sys::Uint8Array;
@@ -54,41 +54,35 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: Callback<Acti
         // (name, modified, size, decoded or error): profiles are decoded as they are
         // read, so no whole file is ever held in memory.
         let mut profiles = Vec::new();
-        for f in files {
+        // ELFs among the files: the importer symbolizes snapshots with them.
+        let mut elves = 0;
+        for f in &files {
             let name = f.name();
-            let read = if has_source_ext(&name) {
-                read_blob(&f).await.map(|bytes| {
-                    if is_source(&bytes) {
-                        Err(String::from_utf8_lossy(&bytes).into_owned())
-                    } else {
-                        Ok(decode_compact(&bytes))
+            if has_source_ext(&name) {
+                match read_blob(f).await {
+                    Ok(bytes) if is_source(&bytes) => {
+                        sources.push((name, String::from_utf8_lossy(&bytes).into_owned()));
+                        continue;
                     }
-                })
-            } else {
-                decode_blob(&f).await.map(Ok)
-            };
-            let decoded = match read {
-                Ok(Err(text)) => {
-                    sources.push((name, text));
+                    // Named like source, and not text: read as a profile below.
+                    _ => {}
+                }
+            }
+            let decoded = match decode_blob(f, &name, &files).await {
+                Read::Elf => {
+                    elves += 1;
                     continue;
                 }
-                Ok(Ok(decoded)) => decoded,
-                Err(ReadError::Profile(e)) => Err(e),
-                Err(ReadError::Io(e)) => {
-                    dispatch.emit(Action::Failed(format!(
-                        "{name}: cannot read the file ({e})"
-                    )));
-                    return;
-                }
-                Err(ReadError::NoInflater) => {
-                    dispatch.emit(Action::Failed(format!("{name}: {NO_INFLATER}")));
-                    return;
-                }
+                Read::Profile(p) => Ok(p),
+                Read::Failed(e) => Err(e),
             };
             profiles.push((name, f.last_modified(), f.size() as usize, decoded));
         }
         if !sources.is_empty() {
             dispatch.emit(Action::Sources(sources));
+        }
+        if profiles.is_empty() && elves > 0 {
+            return dispatch.emit(Action::Failed(ELF_ALONE.into()));
         }
         let mut slots = vec![slot];
         if slot == Slot::Main && profiles.len() == 2 {
@@ -110,10 +104,30 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: Callback<Acti
     });
 }
 
+/// What an ELF opened without a snapshot is told.
+const ELF_ALONE: &str = "an ELF alone shows nothing: open it with the snapshot it symbolizes";
+
+/// What one file turned out to be.
+enum Read {
+    /// A profile (pprof, or another format through the importer).
+    Profile(Profile),
+    /// An ELF, for the importer to symbolize the snapshots beside it with.
+    Elf,
+    /// Not usable: the whole message to show.
+    Failed(String),
+}
+
+/// The first `n` bytes of a file.
+async fn head(blob: &web_sys::Blob, n: i32) -> Result<Vec<u8>, wasm_bindgen::JsValue> {
+    let head = blob.slice_with_i32_and_i32(0, n)?;
+    let head = JsFuture::from(head.array_buffer()).await?;
+    Ok(Uint8Array::new(&head).to_vec())
+}
+
 /// Dispatches a decoded profile, or the error naming the file.
 fn deliver(
     name: String,
-    decoded: Result<Profile, ProfileError>,
+    decoded: Result<Profile, String>,
     bytes: usize,
     slot: Slot,
     dispatch: &Callback<Action>,
@@ -128,20 +142,17 @@ fn deliver(
                 bytes,
             })
         }
-        Err(e) => dispatch.emit(Action::Failed(format!(
-            "{name} is not a usable pprof profile: {e}"
-        ))),
+        Err(e) => dispatch.emit(Action::Failed(e)),
     }
 }
 
 /// Fetches one profile, decodes it and dispatches it; `Err` when it cannot be fetched.
 async fn fetch_into(url: String, slot: Slot, dispatch: &Callback<Action>) -> Result<(), String> {
     let blob = fetch(&url).await?;
-    let decoded = match decode_blob(&blob).await {
-        Ok(d) => d,
-        Err(ReadError::Profile(e)) => Err(e),
-        Err(ReadError::Io(e)) => return Err(format!("cannot read {url}: {e}")),
-        Err(ReadError::NoInflater) => return Err(format!("{url}: {NO_INFLATER}")),
+    let decoded = match decode_blob(&blob, &url, &[]).await {
+        Read::Profile(p) => Ok(p),
+        Read::Failed(e) => Err(e),
+        Read::Elf => Err(format!("{url}: {ELF_ALONE}")),
     };
     deliver(url, decoded, blob.size() as usize, slot, dispatch);
     Ok(())
@@ -174,13 +185,7 @@ enum ReadError {
     Io(String),
     /// It is gzip, and does not inflate (corrupt or too large).
     Profile(ProfileError),
-    /// It is gzip, and this browser has no `DecompressionStream` to inflate it.
-    NoInflater,
 }
-
-/// What a user with a browser lacking `DecompressionStream` is told.
-const NO_INFLATER: &str =
-    "this browser cannot inflate gzip (no DecompressionStream); gunzip the profile and open that";
 
 /// The message of a JS exception (`Error.message`, or the thrown string), without
 /// the `Debug` formatting of `JsValue` (which drags a deep formatter into the bundle).
@@ -197,25 +202,71 @@ fn js_error(e: wasm_bindgen::JsValue) -> String {
 /// wasm memory, and the page keeps answering input between pieces. A bad file is
 /// refused where the streaming decoder finds it wrong (malformed, truncated, over a
 /// limit, inflating past the cap), with the whole-file decoder's message, so a hostile
-/// file costs no more memory than its first bad field. Only what the stream cannot
-/// name (an invalid profile: the merge renumbers samples) is read again whole and
-/// decoded by `decode_compact` for the message, after the stream has been scanned
-/// within the limits.
-async fn decode_blob(blob: &web_sys::Blob) -> Result<Result<Profile, ProfileError>, ReadError> {
-    match stream_decode(blob).await? {
-        Ok(p) => Ok(Ok(p)),
-        Err(Some(e)) => Ok(Err(e)),
-        Err(None) => {
-            // Marked so that tests can tell a good or hostile file never takes this path.
-            mark("whole-file-decode");
-            let bytes = read_blob(blob).await?;
-            Ok(decode_compact_sized(
-                &bytes,
-                &Limits::default(),
-                blob.size() as u64,
-            ))
-        }
+/// file costs no more memory than its first bad field.
+///
+/// The importer module (`www/import-worker.js`, loaded only then) reads what the
+/// stream refuses for its content: another format (a snapshot or capture, symbolized
+/// with the ELFs among the files `beside` it; legacy or folded text), handed back as pprof and decoded here, and
+/// what the stream cannot name (an invalid profile: the merge renumbers samples),
+/// which the whole-file decoder there reads for the message, after the stream has
+/// scanned it within the limits. The error is the whole message to show.
+async fn decode_blob(blob: &web_sys::Blob, name: &str, beside: &[web_sys::File]) -> Read {
+    match decode_any(blob, name, beside).await {
+        Ok(read) => read,
+        Err(ReadError::Io(e)) => Read::Failed(format!("{name}: {e}")),
+        Err(ReadError::Profile(e)) => Read::Failed(not_usable(name, &e)),
     }
+}
+
+/// [`decode_blob`] with the errors of reading not yet worded.
+async fn decode_any(
+    blob: &web_sys::Blob,
+    name: &str,
+    beside: &[web_sys::File],
+) -> Result<Read, ReadError> {
+    let mut blob = blob.clone();
+    let mut imported = false;
+    loop {
+        let pprof_error = match stream_decode(&blob).await? {
+            Ok(p) => return Ok(Read::Profile(p)),
+            Err(e) if imported => {
+                return Ok(Read::Failed(format!(
+                    "{name}: the importer's profile is unusable: {}",
+                    e.map_or_else(|| "invalid".into(), |e| e.to_string())
+                )))
+            }
+            // Not the content: any reader would fail the same way.
+            Err(Some(
+                e @ (ProfileError::Empty | ProfileError::Gzip(_) | ProfileError::TooLarge { .. }),
+            )) => return Ok(Read::Failed(not_usable(name, &e))),
+            Err(Some(e)) => Some(e),
+            // Marked so that tests can tell a good or hostile file never takes this path.
+            Err(None) => {
+                mark("whole-file-decode");
+                None
+            }
+        };
+        mark("importer");
+        let list: js_sys::Array = beside.iter().collect();
+        let answer = import_file(&blob, name, &list, pprof_error.is_none());
+        let answer = match (JsFuture::from(answer).await, pprof_error) {
+            // The importer sees pprof: the decoder's message stands.
+            (Ok(v), Some(e)) if v.is_null() => return Ok(Read::Failed(not_usable(name, &e))),
+            // An ELF: it serves the snapshots beside it.
+            (Ok(v), _) if v.is_undefined() => return Ok(Read::Elf),
+            (Ok(v), _) => v,
+            (Err(why), None) => return Ok(Read::Failed(not_usable(name, &js_error(why)))),
+            (Err(why), Some(_)) => return Ok(Read::Failed(format!("{name}: {}", js_error(why)))),
+        };
+        blob = web_sys::Blob::new_with_u8_array_sequence(&js_sys::Array::of1(&answer))
+            .map_err(|e| ReadError::Io(js_error(e)))?;
+        imported = true;
+    }
+}
+
+/// The message for a file the pprof decoder refused.
+fn not_usable(name: &str, e: &dyn std::fmt::Display) -> String {
+    format!("{name} is not a usable pprof profile: {e}")
 }
 
 /// The streamed decode: `Err(None)` when only the whole-file decoder can say what is
@@ -288,13 +339,13 @@ async fn read_blob(blob: &web_sys::Blob) -> Result<Vec<u8>, ReadError> {
 /// The file's bytes as a stream, and whether it is gzip (then the stream is the
 /// inflated bytes, from the inflate worker, or from this thread when no worker runs).
 async fn open(blob: &web_sys::Blob) -> Result<(web_sys::ReadableStream, bool), ReadError> {
-    let io = |e| ReadError::Io(js_error(e));
-    let head = blob.slice_with_i32_and_i32(0, 2).map_err(io)?;
-    let head = JsFuture::from(head.array_buffer()).await.map_err(io)?;
-    if !profile::is_gzip(&Uint8Array::new(&head).to_vec()) {
+    let head = head(blob, 2)
+        .await
+        .map_err(|e| ReadError::Io(js_error(e)))?;
+    if !profile::is_gzip(&head) {
         return Ok((blob.stream(), false));
     }
-    let inflated = inflate(blob).map_err(|_| ReadError::NoInflater)?;
+    let inflated = inflate(blob).map_err(|e| ReadError::Io(js_error(e)))?;
     Ok((inflated, true))
 }
 
@@ -361,7 +412,9 @@ extern "C" {
 // browser has no DecompressionStream; the stream errors if the gzip is corrupt.
 #[wasm_bindgen::prelude::wasm_bindgen(inline_js = r#"
 export function inflate(blob) {
-  if (typeof DecompressionStream === 'undefined') throw new Error('no DecompressionStream');
+  if (typeof DecompressionStream === 'undefined') {
+    throw new Error('this browser cannot inflate gzip (no DecompressionStream); gunzip the profile and open that');
+  }
   let worker = null, started = false, cancelled = false;
   return new ReadableStream({
     start(controller) {
@@ -399,6 +452,39 @@ export function inflate(blob) {
 extern "C" {
     #[wasm_bindgen(catch)]
     fn inflate(blob: &web_sys::Blob) -> Result<web_sys::ReadableStream, wasm_bindgen::JsValue>;
+}
+
+// Reads a file through the importer module in a worker of its own (see
+// www/import-worker.js), ended when it answers: resolves to the pprof bytes, or to
+// null when the importer sees a pprof file (the decoder's message stands) unless
+// `whole` asks for its whole-file decode; rejects with the importer's message.
+#[wasm_bindgen::prelude::wasm_bindgen(inline_js = r#"
+export function import_file(input, name, beside, whole) {
+  return new Promise((resolve, reject) => {
+    let worker;
+    try { worker = new Worker('import-worker.js', { type: 'module' }); }
+    catch (e) { reject(new Error(`the importer cannot start (${e.message})`)); return; }
+    worker.onmessage = (e) => {
+      worker.terminate();
+      const m = e.data;
+      if (m.error !== undefined) reject(new Error(m.error));
+      else resolve(m.pprof ? null : m.profile); // undefined: an ELF
+    };
+    worker.onerror = (e) => {
+      worker.terminate();
+      reject(new Error(`the importer failed (${e.message || 'it did not load'}); is www/pkg/viewer_import.js built?`));
+    };
+    worker.postMessage({ input, name, beside, whole });
+  });
+}
+"#)]
+extern "C" {
+    fn import_file(
+        input: &web_sys::Blob,
+        name: &str,
+        beside: &js_sys::Array,
+        whole: bool,
+    ) -> js_sys::Promise;
 }
 
 async fn fetch(url: &str) -> Result<web_sys::Blob, String> {

@@ -37,9 +37,42 @@ pub fn build(release: bool) -> Res<PathBuf> {
     tools::ensure_targets(&[TARGET])?;
     let version = tools::locked_version("wasm-bindgen")?;
     let bindgen = tools::ensure_cargo_bin("wasm-bindgen", "wasm-bindgen-cli", &version, false)?;
+    let www = tools::root().join("www");
+    let pkg = www.join("pkg");
+    let _ = std::fs::remove_dir_all(&pkg);
+    for module in &MODULES {
+        build_module(module, release, &bindgen, &pkg)?;
+    }
+    report(&pkg, release)?;
+    Ok(www)
+}
+
+/// A wasm module of the viewer: the cargo package and the name its files get in
+/// `www/pkg/` (`NAME.js`, `NAME_bg.wasm`).
+struct Module {
+    package: &'static str,
+    name: &'static str,
+}
+
+/// The viewer (what the page loads first, under the budget) and its importer (loaded
+/// by `www/import-worker.js` only when a dropped file is not pprof: snapshots, captures,
+/// ELFs, legacy text; see `viewer-import`).
+const MODULES: [Module; 2] = [
+    Module {
+        package: "viewer-wasm",
+        name: "viewer",
+    },
+    Module {
+        package: "viewer-import",
+        name: "viewer_import",
+    },
+];
+
+/// Builds one module into `pkg`: cargo, wasm-bindgen, and for a release wasm-opt.
+fn build_module(m: &Module, release: bool, bindgen: &Path, pkg: &Path) -> Res {
     let target_dir = target_dir();
     let wasm = if release {
-        match build_small(&target_dir) {
+        match build_small(&target_dir, m.package) {
             Ok(wasm) => wasm,
             Err(e) => {
                 eprintln!(
@@ -47,35 +80,26 @@ pub fn build(release: bool) -> Res<PathBuf> {
                      building with stable instead: the bundle is ~50 KiB larger and \
                      panics print their message"
                 );
-                build_stable(&target_dir, "wasm-release")?
+                build_stable(&target_dir, m.package, "wasm-release")?
             }
         }
     } else {
-        build_stable(&target_dir, "dev")?
+        build_stable(&target_dir, m.package, "dev")?
     };
-    let www = tools::root().join("www");
-    let pkg = www.join("pkg");
-    let _ = std::fs::remove_dir_all(&pkg);
-    step("wasm-bindgen --target web");
+    step(&format!("wasm-bindgen --target web ({})", m.name));
     tools::run(
-        Command::new(&bindgen)
-            .args([
-                "--target",
-                "web",
-                "--no-typescript",
-                "--out-name",
-                "viewer",
-                "--out-dir",
-            ])
-            .arg(&pkg)
+        Command::new(bindgen)
+            .args(["--target", "web", "--no-typescript", "--out-name", m.name])
+            .arg("--out-dir")
+            .arg(pkg)
             .arg(&wasm),
     )?;
-    let out = pkg.join("viewer_bg.wasm");
+    let out = pkg.join(format!("{}_bg.wasm", m.name));
     if release {
         let before = size(&out)?;
         let opt = tools::ensure_npm("wasm-opt", BINARYEN)?;
-        step("wasm-opt -Oz --converge");
-        let tmp = pkg.join("viewer_bg.opt.wasm");
+        step(&format!("wasm-opt -Oz --converge ({})", m.name));
+        let tmp = pkg.join(format!("{}_bg.opt.wasm", m.name));
         tools::run(
             Command::new(&opt)
                 .args([
@@ -106,8 +130,7 @@ pub fn build(release: bool) -> Res<PathBuf> {
         std::fs::rename(&tmp, &out).map_err(|e| format!("{}: {e}", out.display()))?;
         eprintln!("    wasm-opt: {} → {}", kib(before), kib(size(&out)?));
     }
-    report(&pkg, release)?;
-    Ok(www)
+    Ok(())
 }
 
 /// The release wasm as the budget asks: nightly, with the standard library rebuilt
@@ -119,10 +142,10 @@ pub fn build(release: bool) -> Res<PathBuf> {
 /// `-Zlocation-detail=none`): nothing the viewer shows uses them. Together −50 KiB
 /// raw, −20 KiB gzipped against the stable build. Its own target dir, so the stable
 /// builds of the workspace stay cached.
-fn build_small(target_dir: &Path) -> Res<PathBuf> {
+fn build_small(target_dir: &Path, package: &str) -> Res<PathBuf> {
     tools::ensure_nightly("the viewer bundle", &["rust-src"], &[TARGET])?;
     step(&format!(
-        "building viewer-wasm (wasm-release, {TARGET}, nightly -Zbuild-std)"
+        "building {package} (wasm-release, {TARGET}, nightly -Zbuild-std)"
     ));
     let dir = target_dir.join("wasm-small");
     let flags = [
@@ -133,7 +156,7 @@ fn build_small(target_dir: &Path) -> Res<PathBuf> {
     ];
     tools::run(
         tools::nightly_cargo(&tools::root())
-            .args(["build", "-p", "viewer-wasm", "--target", TARGET])
+            .args(["build", "-p", package, "--target", TARGET])
             .args(["--profile", "wasm-release", "-Zbuild-std=std,panic_abort"])
             .arg("-Zbuild-std-features=optimize_for_size")
             .arg("--target-dir")
@@ -142,23 +165,31 @@ fn build_small(target_dir: &Path) -> Res<PathBuf> {
             .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
             .env_remove("RUSTFLAGS"),
     )?;
-    Ok(dir.join(TARGET).join("wasm-release/viewer_wasm.wasm"))
+    Ok(dir
+        .join(TARGET)
+        .join("wasm-release")
+        .join(artifact(package)))
 }
 
 /// The wasm built with the toolchain that runs xtask (stable).
-fn build_stable(target_dir: &Path, profile: &str) -> Res<PathBuf> {
-    step(&format!("building viewer-wasm ({profile}, {TARGET})"));
+fn build_stable(target_dir: &Path, package: &str, profile: &str) -> Res<PathBuf> {
+    step(&format!("building {package} ({profile}, {TARGET})"));
     tools::run(cargo().args([
         "build",
         "-p",
-        "viewer-wasm",
+        package,
         "--target",
         TARGET,
         "--profile",
         profile,
     ]))?;
     let dir = if profile == "dev" { "debug" } else { profile };
-    Ok(target_dir.join(TARGET).join(dir).join("viewer_wasm.wasm"))
+    Ok(target_dir.join(TARGET).join(dir).join(artifact(package)))
+}
+
+/// The `.wasm` cargo writes for a cdylib package.
+fn artifact(package: &str) -> String {
+    format!("{}.wasm", package.replace('-', "_"))
 }
 
 /// What the viewer's browser tests need besides the bundle: Chromium (Debian) and
@@ -333,6 +364,13 @@ fn report(pkg: &Path, release: bool) -> Res {
         "  total          {:>9}  gzip {:>9}",
         kib(w + j),
         kib(wg + jg)
+    );
+    // Not in the budget: loaded only when a dropped file is not pprof.
+    let imp = pkg.join("viewer_import_bg.wasm");
+    println!(
+        "  importer (loaded for snapshots, captures, ELFs, legacy text): viewer_import_bg.wasm {}  gzip {}",
+        kib(size(&imp)?),
+        kib(gz_size(&imp)?)
     );
     if release {
         let ok = |v: u64, b: u64| if v <= b { "ok" } else { "OVER" };

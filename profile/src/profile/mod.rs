@@ -110,6 +110,14 @@ impl Profile {
             .collect()
     }
 
+    /// Adds a warning for every reader to show (see [`Profile::warnings`]): what a
+    /// reader found about the input that the profile itself cannot say (a serial
+    /// capture's bad frames, an ELF that was given and not used).
+    pub fn add_warning(&mut self, w: &str) {
+        self.string_table.push(format!("warning: {w}"));
+        self.comment.push(self.string_table.len() as i64 - 1);
+    }
+
     /// The exact heap totals a heapsnap conversion left in the comments (the line
     /// after [`HEAP_COMMENT`]), `None` when the snapshot did not count them.
     pub fn heap_totals(&self) -> Option<&str> {

@@ -1,0 +1,53 @@
+// Files the viewer's own pprof decoder does not take, opened as a user does (the file
+// input, several files at once): each case goes through the lazily loaded importer
+// (www/import-worker.js). Driven by tests/tests/viewer_import.rs and
+// tests/tests/firmware_e2e.rs. Usage:
+//   node viewer_import.mjs WWW OUT_DIR NAME=FILE[,FILE...]...
+// Writes OUT_DIR/result.json ({ errors, cases: { NAME: { error, status, comments,
+// sampleType, sampleTypes, top, importer, importerMemory } } }) and OUT_DIR/NAME.png.
+import fs from 'node:fs';
+import path from 'node:path';
+import { serve, launch } from './lib.mjs';
+
+const [www, outDir, ...named] = process.argv.slice(2);
+fs.mkdirSync(outDir, { recursive: true });
+const result = { errors: [], cases: {} };
+const cases = named.map((a) => { const i = a.indexOf('='); return [a.slice(0, i), a.slice(i + 1).split(',')]; });
+
+const server = await serve(www);
+const browser = await launch();
+try {
+  for (const [name, files] of cases) {
+    const page = await browser.newPage({ viewport: { width: 1200, height: 520 }, deviceScaleFactor: 1 });
+    page.on('pageerror', (e) => result.errors.push(`${name}: ${e}`));
+    await page.goto(`${server.url}/index.html`);
+    await page.waitForSelector('[data-testid=file-input]', { state: 'attached' });
+    await page.setInputFiles('[data-testid=file-input]', files);
+    // Loaded (the status line names the file) or refused (the error notice).
+    await page.waitForSelector('.status .file, [data-testid=error]', { timeout: 60000 });
+    const r = {};
+    r.error = await page.$eval('[data-testid=error]', (e) => e.textContent).catch(() => null);
+    r.status = await page.textContent('.status').catch(() => null);
+    r.importer = await page.evaluate(() => performance.getEntriesByName('heapsnap:importer').length);
+    if (!r.error) {
+      r.comments = await page.$$eval('[data-testid=comments] li', (li) => li.map((l) => l.textContent));
+      r.sampleType = await page.$eval('[data-testid=sample-type]', (s) => s.value);
+      r.sampleTypes = await page.$$eval('[data-testid=sample-type] option', (o) => o.map((x) => x.value));
+      await page.click('[data-view=top]');
+      await page.waitForSelector('[data-testid=top-table]');
+      r.top = await page.$$eval('[data-testid=top-row]', (rows) => rows.map((row) => {
+        const v = [...row.querySelectorAll('td[data-value]')].map((td) => Number(td.dataset.value));
+        return { name: row.dataset.name, flat: v[0], flatPct: v[1], sumPct: v[2], cum: v[3], cumPct: v[4] };
+      }));
+      // The page answers after the importer's worker ended.
+      r.answers = await page.evaluate(() => 1 + 1);
+    }
+    await page.screenshot({ path: path.join(outDir, `${name}.png`) });
+    result.cases[name] = r;
+    await page.close();
+  }
+} finally {
+  fs.writeFileSync(path.join(outDir, 'result.json'), JSON.stringify(result, null, 1));
+  await browser.close();
+  server.close();
+}

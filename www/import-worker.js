@@ -1,0 +1,74 @@
+// Reads a dropped file that the viewer's pprof decoder does not take (a heapsnap
+// snapshot or serial capture, gperftools/jemalloc/Go heap text, folded stacks)
+// through the importer module (viewer-import: the profile library's importers and the
+// CLI's symbolizer), snapshots symbolized with the ELFs among the files dropped beside
+// it, and posts back a pprof profile (or says the file is an ELF, or is pprof).
+// A worker of its own, ended after each file: the importer's wasm and the memory a big
+// snapshot or ELF took are returned to the browser, and the page stays responsive.
+// See viewer-wasm/src/load.rs.
+import init, { Importer, sniff_len } from './pkg/viewer_import.js';
+
+// The bytes of a Blob, inflated if gzipped, refused past `limit` bytes before (or,
+// inflating, while) reading; with `head`, only its first `head` bytes (inflated).
+async function bytesOf(blob, what, [limitName, limit], head = Infinity) {
+  const magic = new Uint8Array(await blob.slice(0, 2).arrayBuffer());
+  const gzipped = magic[0] === 0x1f && magic[1] === 0x8b;
+  if (!gzipped) {
+    if (head !== Infinity) return new Uint8Array(await blob.slice(0, head).arrayBuffer());
+    if (blob.size > limit) throw new Error(`${what}: ${blob.size} bytes, over the ${limitName} limit of ${limit} bytes`);
+    return new Uint8Array(await blob.arrayBuffer());
+  }
+  const reader = blob.stream().pipeThrough(new DecompressionStream('gzip')).getReader();
+  const parts = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.length;
+    parts.push(value);
+    if (total >= head) {
+      reader.cancel();
+      break;
+    }
+    if (total > limit) {
+      reader.cancel();
+      throw new Error(`${what}: inflates to more than ${limit} bytes, the ${limitName} limit`);
+    }
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const p of parts) { out.set(p, at); at += p.length; }
+  return head === Infinity ? out : out.subarray(0, head);
+}
+
+self.onmessage = async (e) => {
+  const { input, name, beside, whole } = e.data;
+  try {
+    await init();
+    const importer = new Importer();
+    // The format decides from the head: a pprof file goes back to the viewer's own
+    // decoder (and its message) without being read here, unless the viewer asks for
+    // the whole-file decoder's verdict (`whole`: what its stream cannot name).
+    const head = await bytesOf(input, name, ['', Infinity], sniff_len());
+    const format = Importer.format(head);
+    if (format.startsWith('pprof') && !whole) {
+      self.postMessage({ pprof: true });
+      return;
+    }
+    // An ELF symbolizes the snapshots beside it, and is no profile itself.
+    const isElf = (b) => b[0] === 0x7f && b[1] === 0x45 && b[2] === 0x4c && b[3] === 0x46;
+    if (isElf(head)) {
+      self.postMessage({ elf: true });
+      return;
+    }
+    for (const file of beside) {
+      if (!isElf(new Uint8Array(await file.slice(0, 4).arrayBuffer()))) continue;
+      importer.add_elf(file.name, await bytesOf(file, file.name, ['elf-size', importer.elf_limit()]));
+    }
+    const bytes = await bytesOf(input, name, ['input-size', importer.input_limit()]);
+    const profile = importer.convert(bytes);
+    self.postMessage({ profile, format }, [profile.buffer]);
+  } catch (err) {
+    self.postMessage({ error: String((err && err.message) || err) });
+  }
+};
