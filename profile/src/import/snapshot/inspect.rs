@@ -129,10 +129,16 @@ pub fn comments(s: &Snapshot) -> Vec<String> {
         .map(|(name, v)| format!("{name}={v}"))
         .collect();
     if let Some(l) = crate::import::legacy(s.version) {
+        let rate = match l.kind {
+            crate::import::Kind::Heap => format!("sample rate {} bytes", s.sample_rate),
+            _ => format!("period {}", s.sample_rate),
+        };
         let mut v = vec![
             format!(
-                "# read from a legacy text heap profile ({}): word size {} (from the addresses), sample rate {} bytes",
-                l.source, s.word_size, s.sample_rate
+                "# read from a legacy {} profile ({}): word size {} (from the addresses), {rate}",
+                l.kind.describe(),
+                l.source,
+                s.word_size
             ),
             format!("# counters: {}", counters.join(" ")),
         ];
@@ -156,7 +162,8 @@ pub fn report(s: &Snapshot, name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) ->
     if let Some(l) = crate::import::legacy(s.version) {
         let _ = writeln!(
             o,
-            "format           legacy text heap profile ({})",
+            "format           legacy {} profile ({})",
+            l.kind.describe(),
             l.source
         );
     } else {
