@@ -171,6 +171,10 @@ pub fn report(s: &Snapshot, name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) ->
     }
     let _ = writeln!(o, "word size        {} bytes", s.word_size);
     let _ = writeln!(o, "architecture     {}", architecture(s));
+    let kind = crate::import::legacy(s.version).map(|l| l.kind);
+    if let Some(kind) = kind.filter(|k| *k != crate::import::Kind::Heap) {
+        return o + &other_kind_report(s, kind, name);
+    }
     let _ = writeln!(
         o,
         "sample rate      {} bytes{}",
@@ -182,31 +186,7 @@ pub fn report(s: &Snapshot, name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) ->
         }
     );
     let _ = writeln!(o, "cycle            {}", s.cycle);
-    let _ = writeln!(o, "mappings         {}", s.mappings.len());
-    for m in &s.mappings {
-        let id = if m.build_id.is_empty() {
-            "no build id".to_owned()
-        } else {
-            format!("build id {}", super::hex(&m.build_id))
-        };
-        let _ = writeln!(
-            o,
-            "  {:#x}-{:#x} @{:#x} {} ({id})",
-            m.start,
-            m.end,
-            m.offset,
-            name(&m.name)
-        );
-    }
-    let frames: usize = s.stacks.iter().map(|st| st.frames.len()).sum();
-    let _ = writeln!(
-        o,
-        "stacks           {} ({} frames, deepest {})",
-        s.stacks.len(),
-        frames,
-        s.stacks.iter().map(|st| st.frames.len()).max().unwrap_or(0)
-    );
-    let _ = writeln!(o, "buckets          {}", s.buckets.len());
+    o += &mappings_and_stacks(s, name);
     // u128: sums of any number of 64-bit counters, exact (no wrap, no panic).
     let (mut allocs, mut frees, mut ab, mut fb) = (0u128, 0u128, 0u128, 0u128);
     for b in &s.buckets {
@@ -244,6 +224,59 @@ pub fn report(s: &Snapshot, name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) ->
         for w in w {
             let _ = writeln!(o, "  {w}");
         }
+    }
+    o
+}
+
+/// The mappings, stacks and bucket count lines of a report.
+fn mappings_and_stacks(s: &Snapshot, name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "mappings         {}", s.mappings.len());
+    for m in &s.mappings {
+        let id = if m.build_id.is_empty() {
+            "no build id".to_owned()
+        } else {
+            format!("build id {}", super::hex(&m.build_id))
+        };
+        let _ = writeln!(
+            o,
+            "  {:#x}-{:#x} @{:#x} {} ({id})",
+            m.start,
+            m.end,
+            m.offset,
+            name(&m.name)
+        );
+    }
+    let frames: usize = s.stacks.iter().map(|st| st.frames.len()).sum();
+    let _ = writeln!(
+        o,
+        "stacks           {} ({} frames, deepest {})",
+        s.stacks.len(),
+        frames,
+        s.stacks.iter().map(|st| st.frames.len()).max().unwrap_or(0)
+    );
+    let _ = writeln!(o, "buckets          {}", s.buckets.len());
+    o
+}
+
+/// The rest of the report of a legacy profile that is not a heap's: its period and
+/// the totals of its sample types, where a heap's report has allocations and frees.
+fn other_kind_report(
+    s: &Snapshot,
+    kind: crate::import::Kind,
+    name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>,
+) -> String {
+    let (pt, pu) = kind.period_type();
+    let mut o = format!("period           {} ({pt}, {pu})\n", s.sample_rate);
+    o += &mappings_and_stacks(s, name);
+    let (mut first, mut second) = (0u128, 0u128);
+    for b in &s.buckets {
+        first += u128::from(b.active.allocs);
+        second += u128::from(b.active.alloc_bytes);
+    }
+    let types = kind.sample_types();
+    for ((t, u), total) in types.iter().zip([first, second]) {
+        let _ = writeln!(o, "total {t:<10} {total} ({u})");
     }
     o
 }
