@@ -289,12 +289,12 @@ fn bad_go_count_and_contention_profiles_name_the_line() {
             format!("{CONTENTION}, line 3: unknown attribute `format`"),
         ),
         (
-            "--- contention:\ncycles/second=1000\n10 1 @ 0x10\n10 @ 0x10\n".to_owned(),
-            format!("{CONTENTION}, line 4: expected `DELAY COUNT @ 0xADDR …`, found `10 @ 0x10`"),
+            "--- contention:\ncycles/second=1000\n10 1 @ 0x10\n7 @ 0x10\n".to_owned(),
+            format!("{CONTENTION}, line 4: expected `DELAY COUNT @ 0xADDR …`, found `7 @ 0x10`"),
         ),
         (
             "--- contention:\n10 -1 @ 0x10\n".to_owned(),
-            format!("{CONTENTION}, line 2: `-1` is not a count (a non-negative integer)"),
+            format!("{CONTENTION}, line 2: expected `DELAY COUNT @ 0xADDR …`"),
         ),
     ];
     for (text, want) in cases {

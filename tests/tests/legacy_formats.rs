@@ -539,3 +539,96 @@ fn gperftools_cpu_top_equals_pprof_top() {
     let theirs_be = assert_top_equals_pprof(&prog, &big_file, &["samples", "cpu"], true);
     assert_eq!(theirs_be, theirs, "pprof reads both encodings alike");
 }
+
+/// `go tool pprof -top` refuses `file`, and `heapsnap top` too, with `want` (the
+/// format, the line or byte offset, what is wrong) in its message.
+fn assert_both_refuse(file: &Path, want: &str) {
+    let out = e2e::go()
+        .args(["tool", "pprof", "-top"])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "pprof read {}", file.display());
+    let out = Command::new(e2e::heapsnap())
+        .args(["top", "--no-local"])
+        .arg(file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "heapsnap read {}", file.display());
+    assert!(err.contains(want), "{}: {err}", file.display());
+}
+
+/// The C++ `--- contentionz` header (no real writer here: Google's own) on the records
+/// of Go's real block profile reads as pprof reads it; files made bad from the real
+/// ones are read alike or refused by both, and heapsnap says where: an attribute pprof
+/// does not know (a Java contention profile's `format=`), a record without its
+/// numbers, and a CPU profile cut inside a record's header.
+#[test]
+fn contention_variants_and_bad_files_as_pprof() {
+    let dir = target_dir().join("legacy-corpus-variants");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (prog, text) = e2e::go_text_corpus(&dir);
+    let block = std::fs::read_to_string(text.join("block.txt")).unwrap();
+    let body = block.strip_prefix("--- contention:\n").unwrap();
+    let cz = dir.join("contentionz.txt");
+    std::fs::write(&cz, format!("--- contentionz 1 ---\n{body}")).unwrap();
+    let theirs = assert_top_equals_pprof(&prog, &cz, &["contentions", "delay"], false);
+    assert!(theirs[0].contains("Type: delay\n"), "{}", theirs[0]);
+
+    let java = dir.join("java-attr.txt");
+    std::fs::write(&java, format!("--- contention:\nformat=java\n{body}")).unwrap();
+    assert_both_refuse(
+        &java,
+        "contention profile (Go block, mutex; debug=1), line 2: unknown attribute `format`",
+    );
+    // A record whose first number is dropped: pprof's unanchored `(\d+) *(\d+) @`
+    // splits the count that is left (`799 @` is 79 cycles, 9 contentions), and so
+    // does heapsnap; without either number, both refuse the line.
+    let first = body.lines().position(|l| l.contains(" @ ")).unwrap();
+    let with_first = |f: &dyn Fn(&str) -> String| -> String {
+        let lines: Vec<String> = body
+            .lines()
+            .enumerate()
+            .map(|(i, l)| if i == first { f(l) } else { l.to_owned() })
+            .collect();
+        format!("--- contention:\n{}\n", lines.join("\n"))
+    };
+    let split = dir.join("split-count.txt");
+    std::fs::write(
+        &split,
+        with_first(&|l| l.split_once(' ').unwrap().1.to_owned()),
+    )
+    .unwrap();
+    assert_top_equals_pprof(&prog, &split, &["contentions", "delay"], false);
+    let bad = dir.join("no-numbers.txt");
+    std::fs::write(
+        &bad,
+        with_first(&|l| format!("@{}", l.split_once('@').unwrap().1)),
+    )
+    .unwrap();
+    assert_both_refuse(
+        &bad,
+        &format!("line {}: expected `DELAY COUNT @ 0xADDR …`", first + 2),
+    );
+
+    // The CPU profile of `busy`, cut three bytes into its first record's depth word.
+    let cpu_dir = dir.join("cpu");
+    std::fs::create_dir_all(&cpu_dir).unwrap();
+    let busy = cpu_dir.join("busy");
+    run(Command::new("cc")
+        .args(["-O1", "-fno-omit-frame-pointer", "-o"])
+        .arg(&busy)
+        .arg(e2e::repo_root().join("tests/c/busy.c"))
+        .arg("-Wl,--no-as-needed")
+        .arg(system_lib("libprofiler.so", "libgoogle-perftools-dev")));
+    let prof = cpu_dir.join("busy.prof");
+    run(Command::new(&busy).arg("100").env("CPUPROFILE", &prof));
+    let bytes = std::fs::read(&prof).unwrap();
+    let cut = cpu_dir.join("cut.prof");
+    std::fs::write(&cut, &bytes[..5 * 8 + 8 + 3]).unwrap();
+    assert_both_refuse(
+        &cut,
+        "gperftools CPU profile, byte offset 40: a record's count and depth are cut off",
+    );
+}

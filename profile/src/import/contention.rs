@@ -18,7 +18,7 @@
 //! ends the records; a maps section may follow.
 
 use super::go_count::is_space_or_comment;
-use super::gperftools::{addresses, bad, origin_of, Kind, Records};
+use super::gperftools::{bad, origin_of, Kind, Records};
 use super::{Format, Input, InputError};
 use crate::limits::Limits;
 
@@ -86,26 +86,16 @@ fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
             continue;
         }
         let at = || format!("line {n} of the {F}");
-        let expected = || {
+        let (cycles, count, stack) = sample(l).ok_or_else(|| {
             bad(
                 F,
                 n,
                 format!("expected `DELAY COUNT @ 0xADDR …`, found `{l}`"),
             )
-        };
-        let (values, stack) = l.split_once('@').ok_or_else(expected)?;
-        let mut v = values.split_ascii_whitespace();
-        let (Some(cycles), Some(count), None) = (v.next(), v.next(), v.next()) else {
-            return Err(expected());
-        };
+        })?;
         let num = |s: &str| {
-            s.parse::<i64>().ok().filter(|&x| x >= 0).ok_or_else(|| {
-                bad(
-                    F,
-                    n,
-                    format!("`{s}` is not a count (a non-negative integer)"),
-                )
-            })
+            s.parse::<i64>()
+                .map_err(|_| bad(F, n, format!("`{s}` is not a 64-bit count")))
         };
         let (mut delay, mut count) = (num(cycles)?, num(count)?);
         // pprof's parseContentionSample, to the same float arithmetic.
@@ -117,7 +107,7 @@ fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
             count = count.wrapping_mul(period);
         }
         let u = |x: i64| u64::try_from(x).unwrap_or(0);
-        r.values(&at, [u(count), u(delay)], addresses(F, n, stack)?)?;
+        r.values(&at, [u(count), u(delay)], hex_numbers(F, n, stack)?)?;
     }
     r.additional_sections(&mut lines)?;
     Ok(r.finish(origin_of(Kind::Contention)))
@@ -129,4 +119,69 @@ fn go_int(s: &str) -> Option<i64> {
         Some(h) => i64::from_str_radix(h, 16).ok(),
         None => s.parse().ok(),
     }
+}
+
+/// pprof's `contentionSampleRE`, `(\d+) *(\d+) @([ x0-9a-f]*)`, found anywhere in the
+/// line with Go's leftmost-first semantics (so `799 @ 0x10` is 79 cycles and 9
+/// contentions, as pprof reads it): (cycles, count, the addresses' text).
+fn sample(l: &str) -> Option<(&str, &str, &str)> {
+    let b = l.as_bytes();
+    let digits_from = |i: usize| i + b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let mut s = 0;
+    while s < b.len() {
+        if !b[s].is_ascii_digit() {
+            s += 1;
+            continue;
+        }
+        let j = digits_from(s);
+        // The first group greedy (the whole run), spaces, the second group's run.
+        let m = j + b[j..].iter().take_while(|&&c| c == b' ').count();
+        if m < b.len() && b[m].is_ascii_digit() {
+            let e = digits_from(m);
+            if b[e..].starts_with(b" @") {
+                return Some((&l[s..j], &l[m..e], addresses_text(&l[e + 2..])));
+            }
+        }
+        // Backtracking: the run split, its last digit the second group.
+        if j - s >= 2 && b[j..].starts_with(b" @") {
+            return Some((&l[s..j - 1], &l[j - 1..j], addresses_text(&l[j + 2..])));
+        }
+        s = j;
+    }
+    None
+}
+
+/// The `[ x0-9a-f]*` after the `@`.
+fn addresses_text(t: &str) -> &str {
+    let n = t
+        .bytes()
+        .take_while(|c| matches!(c, b' ' | b'x' | b'0'..=b'9' | b'a'..=b'f'))
+        .count();
+    &t[..n]
+}
+
+/// pprof's `parseHexAddresses`: every `0x[0-9a-f]+` in the text.
+fn hex_numbers(format: &'static str, line: usize, t: &str) -> Result<Vec<u64>, InputError> {
+    let mut out = Vec::new();
+    let mut rest = t;
+    while let Some(i) = rest.find("0x") {
+        let h = &rest[i + 2..];
+        let n = h
+            .bytes()
+            .take_while(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+            .count();
+        if n == 0 {
+            rest = &rest[i + 1..];
+            continue;
+        }
+        out.push(u64::from_str_radix(&h[..n], 16).map_err(|_| {
+            bad(
+                format,
+                line,
+                format!("`0x{}` is not a 64-bit address", &h[..n]),
+            )
+        })?);
+        rest = &h[n..];
+    }
+    Ok(out)
 }
