@@ -274,7 +274,7 @@ fn bad_go_count_and_contention_profiles_name_the_line() {
         ),
         (
             "# x\n\ngoroutine profile: total 1\n1 @ 0x10 0xzz\n".to_owned(),
-            format!("{COUNT}, line 4: `0xzz` is not a hexadecimal address"),
+            format!("{COUNT}, line 4: expected `COUNT @ 0xADDR …` (at least one address), found `1 @ 0x10 0xzz`"),
         ),
         (
             "heapz profile: total 1\n1 @ 0x10\n".to_owned(),

@@ -78,21 +78,15 @@ fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
             break;
         }
         let at = || format!("line {n} of the {F}");
-        let (count, stack) = l
-            .split_once(" @")
-            .filter(|(c, s)| {
-                !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit()) && s.starts_with(" 0x")
-            })
-            .ok_or_else(|| {
-                bad(
-                    F,
-                    n,
-                    format!("expected `COUNT @ 0xADDR …` (at least one address), found `{l}`"),
-                )
-            })?;
-        let count = count
-            .parse::<u64>()
-            .map_err(|_| bad(F, n, format!("`{count}` is not a count")))?;
+        let (count, stack) = record(l).ok_or_else(|| {
+            bad(
+                F,
+                n,
+                format!("expected `COUNT @ 0xADDR …` (at least one address), found `{l}`"),
+            )
+        })?;
+        let count =
+            go_uint(count).ok_or_else(|| bad(F, n, format!("`{count}` is not a 64-bit count")))?;
         r.values(&at, [count, 0], addresses(F, n, stack)?)?;
     }
     r.additional_sections(&mut lines)?;
@@ -103,4 +97,26 @@ fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
 pub(super) fn is_space_or_comment(l: &str) -> bool {
     let t = l.trim();
     t.is_empty() || t.starts_with('#')
+}
+
+/// pprof's `countRE`, `\A(\d+) @(( 0x[0-9a-f]+)+)\z`: (count, addresses).
+fn record(l: &str) -> Option<(&str, &str)> {
+    let (count, stack) = l.split_once(" @")?;
+    let hex = |t: &str| !t.is_empty() && t.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'));
+    let ok = !count.is_empty()
+        && count.bytes().all(|c| c.is_ascii_digit())
+        && stack.starts_with(" 0x")
+        && stack[1..]
+            .split(' ')
+            .all(|a| a.strip_prefix("0x").is_some_and(hex));
+    ok.then_some((count, stack))
+}
+
+/// Digits as Go's `strconv.ParseInt(s, 0, 64)` reads them: a leading 0 is octal.
+fn go_uint(s: &str) -> Option<u64> {
+    let v = match s.strip_prefix('0').filter(|r| !r.is_empty()) {
+        Some(octal) => u64::from_str_radix(octal, 8).ok()?,
+        None => s.parse().ok()?,
+    };
+    (v <= i64::MAX as u64).then_some(v)
 }
