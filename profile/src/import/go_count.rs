@@ -29,7 +29,7 @@ pub const GO_COUNT: Format = Format {
 /// The first line that is not blank or a `#` comment, as bytes (pprof skips them).
 fn header_line(b: &[u8]) -> Option<&[u8]> {
     b.split(|&c| c == b'\n')
-        .map(|l| trim_start(l))
+        .map(trim_start)
         .find(|l| !l.is_empty() && !l.starts_with(b"#"))
 }
 
@@ -70,7 +70,7 @@ fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
         }
     };
     let mut r = Records::new(F, limits, bytes.len(), 1);
-    while let Some((n, l)) = lines.next() {
+    for (n, l) in lines.by_ref() {
         if is_space_or_comment(l) {
             continue;
         }
