@@ -1,18 +1,23 @@
 //! Legacy heap profiles from the real writers: `tests/c/leaky.c` (known leaks) built
 //! with the system `cc` and run under gperftools' tcmalloc (`HEAPPROFILE`, a
 //! `HeapProfilerDump`) and under jemalloc (`MALLOC_CONF=prof:true,…`, a `prof.dump`
-//! through `mallctl`), and `tests/go/heaptext` writing Go's `debug=1` text heap profile.
+//! through `mallctl`), `tests/go/heaptext` writing Go's `debug=1` text heap profile,
+//! `tests/go/profiles` writing every Go runtime profile at `debug=1` (goroutine,
+//! threadcreate, block, mutex, heap, allocs), and `tests/c/busy.c` linked with
+//! gperftools' libprofiler writing a binary CPU profile (`CPUPROFILE`).
 //! `cargo xtask test` installs google-perftools (libtcmalloc, `google-pprof`),
 //! libjemalloc-dev (libjemalloc, `jeprof`) and golang-go.
 //!
 //! What is compared:
-//! - gperftools and Go `debug=1`: `heapsnap top --no-local --elf PROGRAM` against
+//! - gperftools (heap and CPU), Go `debug=1` (heap, goroutine, block, mutex) and
+//!   contention text: `heapsnap top --no-local --elf PROGRAM` against
 //!   `go tool pprof -top -nodefraction=0 PROGRAM FILE`, line for line (the `Type:`,
 //!   `Showing` and table lines; pprof's `File:` line, the program's name, is not
 //!   printed by heapsnap), for every sample type and the default one, with one
 //!   substitution for gperftools: pprof's DWARF symbolizer leaves `_start` (no debug
 //!   info) as its mapping, `[leaky]`, where heapsnap falls back to the ELF symbol table
-//!   and names it `_start`.
+//!   and names it `_start` (rows of equal values are compared in name order, the
+//!   order pprof prints them in, so the renamed row sits where pprof puts it).
 //! - jemalloc (which `go tool pprof` refuses): `jeprof --text --show_bytes` against the
 //!   flat and cum values heapsnap gives (from its folded output) for the program's
 //!   functions, and the total, for all four sample types; exact with every allocation
@@ -480,6 +485,31 @@ fn go_debug1_runtime_profiles_top_equal_pprof_top() {
     );
 }
 
+/// `tests/c/busy.c` built into `dir` (made afresh) with libprofiler linked in, and the
+/// CPU profile it writes (`CPUPROFILE`, 1000 Hz) burning `ms` milliseconds of CPU:
+/// (program, profile).
+fn cpu_profile(dir: &Path, ms: &str) -> (PathBuf, PathBuf) {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).unwrap();
+    let prog = dir.join("busy");
+    let profiler = system_lib(
+        "libprofiler.so.0",
+        "libgoogle-perftools4 via google-perftools",
+    );
+    run(Command::new("cc")
+        .args(["-g", "-O1", "-fno-omit-frame-pointer", "-o"])
+        .arg(&prog)
+        .arg(e2e::repo_root().join("tests/c/busy.c"))
+        .arg("-Wl,--no-as-needed")
+        .arg(&profiler));
+    let file = dir.join("busy.prof");
+    run(Command::new(&prog)
+        .arg(ms)
+        .env("CPUPROFILE", &file)
+        .env("CPUPROFILE_FREQUENCY", "1000"));
+    (prog, file)
+}
+
 /// A gperftools CPU profile: `tests/c/busy.c` linked with libprofiler (`-lprofiler`)
 /// and run with `CPUPROFILE` at 1000 Hz. `heapsnap top --elf busy` equals `go tool
 /// pprof -top busy` for the default type, `samples` and `cpu` (with the `_start`
@@ -489,22 +519,7 @@ fn go_debug1_runtime_profiles_top_equal_pprof_top() {
 /// 64-bit little-endian).
 #[test]
 fn gperftools_cpu_top_equals_pprof_top() {
-    let dir = target_dir().join("legacy-corpus-cpu");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let prog = dir.join("busy");
-    let profiler = system_lib("libprofiler.so", "libgoogle-perftools-dev");
-    run(Command::new("cc")
-        .args(["-g", "-O1", "-fno-omit-frame-pointer", "-o"])
-        .arg(&prog)
-        .arg(e2e::repo_root().join("tests/c/busy.c"))
-        .arg("-Wl,--no-as-needed")
-        .arg(&profiler));
-    let file = dir.join("busy.prof");
-    run(Command::new(&prog)
-        .arg("400")
-        .env("CPUPROFILE", &file)
-        .env("CPUPROFILE_FREQUENCY", "1000"));
+    let (prog, file) = cpu_profile(&target_dir().join("legacy-corpus-cpu"), "400");
     let bytes = std::fs::read(&file).unwrap();
     assert_eq!(
         heapsnap_profile::import::guess_format(&bytes),
@@ -534,7 +549,7 @@ fn gperftools_cpu_top_equals_pprof_top() {
         .flat_map(|w| w.to_be_bytes())
         .collect();
     big.extend_from_slice(&bytes[(trailer + 3) * 8..]);
-    let big_file = dir.join("busy-be.prof");
+    let big_file = file.with_file_name("busy-be.prof");
     std::fs::write(&big_file, big).unwrap();
     let theirs_be = assert_top_equals_pprof(&prog, &big_file, &["samples", "cpu"], true);
     assert_eq!(theirs_be, theirs, "pprof reads both encodings alike");
@@ -613,19 +628,9 @@ fn contention_variants_and_bad_files_as_pprof() {
     );
 
     // The CPU profile of `busy`, cut three bytes into its first record's depth word.
-    let cpu_dir = dir.join("cpu");
-    std::fs::create_dir_all(&cpu_dir).unwrap();
-    let busy = cpu_dir.join("busy");
-    run(Command::new("cc")
-        .args(["-O1", "-fno-omit-frame-pointer", "-o"])
-        .arg(&busy)
-        .arg(e2e::repo_root().join("tests/c/busy.c"))
-        .arg("-Wl,--no-as-needed")
-        .arg(system_lib("libprofiler.so", "libgoogle-perftools-dev")));
-    let prof = cpu_dir.join("busy.prof");
-    run(Command::new(&busy).arg("100").env("CPUPROFILE", &prof));
+    let (_, prof) = cpu_profile(&dir.join("cpu"), "100");
     let bytes = std::fs::read(&prof).unwrap();
-    let cut = cpu_dir.join("cut.prof");
+    let cut = prof.with_file_name("cut.prof");
     std::fs::write(&cut, &bytes[..5 * 8 + 8 + 3]).unwrap();
     assert_both_refuse(
         &cut,
