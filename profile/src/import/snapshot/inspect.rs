@@ -112,6 +112,11 @@ pub fn machine_name(machine: u64) -> String {
 /// The snapshot's architecture for the header lines: its `elf_machine`, or unknown.
 fn architecture(s: &Snapshot) -> String {
     match s.counters.elf_machine {
+        0 if crate::import::legacy(s.version)
+            .is_some_and(|l| l.kind == crate::import::Kind::Cpu) =>
+        {
+            "unknown (a gperftools CPU profile does not record it)".to_owned()
+        }
         0 if crate::import::legacy(s.version).is_some() => {
             "unknown (a text profile does not record it)".to_owned()
         }
