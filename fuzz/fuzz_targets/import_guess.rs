@@ -1,7 +1,8 @@
 //! Any bytes through the CLI's and viewer's one entry point, `import::guess_limited`
 //! (every sniffer and reader: snapshots, COBS serial captures, gzip and raw pprof,
-//! gperftools, Go `debug=1` and jemalloc heap text, folded stacks), and a snapshot (or
-//! a heap text, read into one) on through the conversion the CLI runs, within the
+//! gperftools, Go `debug=1` and jemalloc heap text, gperftools CPU profiles, Go
+//! goroutine/threadcreate and contention text, folded stacks), and a snapshot (or a
+//! legacy profile, read into one) on through the conversion the CLI runs, within the
 //! default limits: no panic, and (with libFuzzer's `-malloc_limit_mb`/`-rss_limit_mb`
 //! set by `cargo xtask test`) no input that makes memory grow past its budget.
 #![no_main]

@@ -120,8 +120,9 @@ enum Cmd {
         /// Output format.
         #[arg(long, value_enum, default_value = "pprof")]
         format: Format,
-        /// Sample type for folded output (name or index).
-        #[arg(long, default_value = "inuse_space")]
+        /// Sample type for folded output (name or index). Default: the profile's
+        /// default (inuse_space for heap profiles, the last type as pprof's otherwise).
+        #[arg(long, default_value = "", hide_default_value = true)]
         sample_index: String,
     },
     /// Functions by flat value: the table `go tool pprof -top -nodefraction=0` prints.
@@ -219,6 +220,14 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             check_output(output.as_deref(), &[&snapshot], &sym)?;
             let (snap, len) = read_snapshot(&snapshot, limits)?;
+            if let Some(l) = import::legacy(snap.version).filter(|l| l.kind != import::Kind::Heap) {
+                if matches!(format, Format::Text) {
+                    bail!(
+                        "{snapshot}: --format text writes a heap profile, and this is a {} profile; use --format pprof or folded",
+                        l.kind.describe()
+                    );
+                }
+            }
             let p = symbolized(&snap, len, &sym, limits)?;
             let bytes = match format {
                 Format::Pprof => profile::encode(&p),

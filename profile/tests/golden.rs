@@ -227,6 +227,51 @@ fn legacy_heap_profiles() {
     }
 }
 
+/// Legacy profiles that are not heaps, written by the real tools: a gperftools CPU
+/// profile of `tests/c/busy.c` (`busy.prof` from `target/legacy-corpus-cpu/`) and Go's
+/// goroutine, block and mutex profiles at `debug=1` (from
+/// `target/legacy-corpus-go-runtime/text/`), both made by `tests/tests/legacy_formats.rs`
+/// (copy them from there to refresh these). Their conversion, folded stacks of every
+/// sample type and inspect report are golden; `threadcreate` at `debug=1` (`go.threadcreate`)
+/// is refused as pprof refuses it.
+#[test]
+fn legacy_other_profiles() {
+    for (file, name, format) in [
+        ("gperftools.cpu", "gperftools-cpu", "gperftools CPU profile"),
+        (
+            "go.goroutine",
+            "go-goroutine",
+            "Go count profile (goroutine, threadcreate; debug=1)",
+        ),
+        (
+            "go.block",
+            "go-block",
+            "contention profile (Go block, mutex; debug=1)",
+        ),
+        (
+            "go.mutex",
+            "go-mutex",
+            "contention profile (Go block, mutex; debug=1)",
+        ),
+    ] {
+        let s = legacy(file, format);
+        let p = convert::to_profile(&s, &mut NoSymbols(&s), &mut |_, _| {});
+        p.check_valid().unwrap();
+        check(&format!("{name}.pprof.txt"), dump(&p).as_bytes());
+        let folded: String = (0..p.sample_type.len())
+            .map(|i| format!("# sample type {i}\n{}", export::folded(&p, i)))
+            .collect();
+        check(&format!("{name}.folded"), folded.as_bytes());
+        check(
+            &format!("{name}.inspect.txt"),
+            convert::inspect_report(&s, &|n| std::borrow::Cow::Borrowed(n)).as_bytes(),
+        );
+    }
+    let bytes = std::fs::read(golden_dir().join("go.threadcreate")).unwrap();
+    let e = convert::guess(&bytes).unwrap_err().to_string();
+    assert!(e.contains("line 2: expected `COUNT @ 0xADDR"), "{e}");
+}
+
 /// heapsnap's own legacy text export reads back through the gperftools reader with
 /// the values it was written with (the same unsampled profile).
 #[test]

@@ -50,6 +50,17 @@ fn corpus() -> Vec<(String, Vec<u8>, &'static str)> {
         golden("jemalloc.heap"),
         "jemalloc heap profile",
     ));
+    for (file, format) in [
+        ("gperftools.cpu", "gperftools CPU profile"),
+        (
+            "go.goroutine",
+            "Go count profile (goroutine, threadcreate; debug=1)",
+        ),
+        ("go.block", "contention profile (Go block, mutex; debug=1)"),
+        ("go.mutex", "contention profile (Go block, mutex; debug=1)"),
+    ] {
+        v.push((file.into(), golden(file), format));
+    }
     v
 }
 
@@ -60,7 +71,9 @@ fn guess_reads_every_golden_with_its_own_importer() {
         let input = import::guess(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
         let is_snapshot = matches!(input, Input::Snapshot { .. });
         // Legacy heap profiles are read into the snapshot model (symbolized later).
-        let snapshot_model = format.starts_with("heapsnap") || format.ends_with("heap profile");
+        let snapshot_model = format.starts_with("heapsnap")
+            || format.ends_with("heap profile")
+            || ["gperftools.cpu", "go.goroutine", "go.block", "go.mutex"].contains(&name.as_str());
         assert_eq!(is_snapshot, snapshot_model, "{name}");
         if let Input::Profile(p) = input {
             assert!(!p.sample.is_empty(), "{name}: no samples read");
@@ -246,4 +259,113 @@ fn legacy_heap_profiles_are_unsampled_and_mapped() {
             (2048.0 * s) as i64
         ]
     );
+}
+
+#[test]
+fn bad_go_count_and_contention_profiles_name_the_line() {
+    const COUNT: &str = "Go count profile (goroutine, threadcreate; debug=1)";
+    const CONTENTION: &str = "contention profile (Go block, mutex; debug=1)";
+    let cases = [
+        (
+            "threadcreate profile: total 5\n5 @\n#\t0x0\n".to_owned(),
+            format!(
+                "{COUNT}, line 2: expected `COUNT @ 0xADDR …` (at least one address), found `5 @`"
+            ),
+        ),
+        (
+            "# x\n\ngoroutine profile: total 1\n1 @ 0x10 0xzz\n".to_owned(),
+            format!("{COUNT}, line 4: expected `COUNT @ 0xADDR …` (at least one address), found `1 @ 0x10 0xzz`"),
+        ),
+        (
+            "heapz profile: total 1\n1 @ 0x10\n".to_owned(),
+            format!("{COUNT}, line 1: unknown count profile `heapz`"),
+        ),
+        (
+            "--- mutex:\ncycles/second=x\n".to_owned(),
+            format!("{CONTENTION}, line 2: cycles/second: `x` is not an integer"),
+        ),
+        (
+            "--- contention:\ncycles/second=1000\nformat=java\n".to_owned(),
+            format!("{CONTENTION}, line 3: unknown attribute `format`"),
+        ),
+        (
+            "--- contention:\ncycles/second=1000\n10 1 @ 0x10\n7 @ 0x10\n".to_owned(),
+            format!("{CONTENTION}, line 4: expected `DELAY COUNT @ 0xADDR …`, found `7 @ 0x10`"),
+        ),
+        (
+            "--- contention:\n10 -1 @ 0x10\n".to_owned(),
+            format!("{CONTENTION}, line 2: expected `DELAY COUNT @ 0xADDR …`"),
+        ),
+    ];
+    for (text, want) in cases {
+        let e = error_of(&text);
+        assert!(
+            e.starts_with(&want),
+            "{text:?}:\n  got  {e}\n  want {want}…"
+        );
+    }
+}
+
+/// A gperftools CPU profile cut inside a record, or with a record longer than the
+/// file, is refused at the byte offset of the record.
+#[test]
+fn bad_gperftools_cpu_profiles_name_the_byte_offset() {
+    let words = |w: &[u64]| -> Vec<u8> { w.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let header = [0, 3, 0, 10000, 0];
+    let mut cut = words(&header);
+    cut.extend(words(&[1, 2, 0x1000, 0x2000]));
+    cut.extend(&[1, 0, 0]);
+    let e = import::guess(&cut).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "gperftools CPU profile, byte offset 72: a record's count and depth are cut off"
+    );
+    let long = [&header[..], &[1, 9, 0x1000, 0x2000]].concat();
+    let e = import::guess(&words(&long)).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "gperftools CPU profile, byte offset 40: a record of 9 addresses, and only 2 words are left"
+    );
+    // The same records, well formed, read: the leaf as sampled, one sample type each.
+    let good = [&header[..], &[3, 2, 0x1000, 0x2000], &[0, 1, 0]].concat();
+    let Input::Snapshot { snapshot, .. } = import::guess(&words(&good)).unwrap() else {
+        panic!("not read into the snapshot model");
+    };
+    let p = import::to_profile(&snapshot, &mut NoSymbols(&snapshot), &mut |_, _| {});
+    assert_eq!(
+        p.sample_types(),
+        vec![("samples", "count"), ("cpu", "nanoseconds")]
+    );
+    assert_eq!(p.sample.len(), 1);
+    assert_eq!(p.sample[0].value, vec![3, 3 * 10_000_000]);
+}
+
+/// Prefixes of the CPU, goroutine and contention goldens, and each with one byte
+/// changed, at about 400 positions of each, reads or is refused, and what reads converts to a valid
+/// profile: no panic on the ways a real file gets cut or damaged (the fuzz target
+/// `import_guess` goes further from the same seeds).
+#[test]
+fn damaged_cpu_goroutine_and_contention_files_never_panic() {
+    for file in ["gperftools.cpu", "go.goroutine", "go.block", "go.mutex"] {
+        let bytes = golden(file);
+        // About 400 positions per file, spread over it (a debug build is slow).
+        let step = (bytes.len() / 400).max(1);
+        let mut inputs: Vec<Vec<u8>> = (0..bytes.len())
+            .step_by(step)
+            .map(|n| bytes[..n].to_vec())
+            .collect();
+        for i in (0..bytes.len()).step_by(step) {
+            for x in [0u8, b'0', b' ', b'\n', 0xff] {
+                let mut b = bytes.clone();
+                b[i] = x;
+                inputs.push(b);
+            }
+        }
+        for b in inputs {
+            if let Ok(Input::Snapshot { snapshot, .. }) = import::guess(&b) {
+                let p = import::to_profile(&snapshot, &mut NoSymbols(&snapshot), &mut |_, _| {});
+                p.check_valid().unwrap_or_else(|e| panic!("{file}: {e}"));
+            }
+        }
+    }
 }

@@ -108,7 +108,8 @@ pub fn go_heap_profile(dir: &Path) -> PathBuf {
 /// utf8; see its main.go). That package is the one `go tool pprof` reads with, vendored
 /// in GOROOT (`cmd/vendor/github.com/google/pprof/profile`): it is copied next to the
 /// program's source under `dir` and the program's module points at it, so the build
-/// needs no network. Returns the files, sorted.
+/// needs no network. Returns the files, sorted. The same runtime profiles at `debug=1`
+/// (the legacy text formats) are written to `dir/text` (see [`go_text_corpus`]).
 pub fn go_profile_corpus(dir: &Path) -> Vec<PathBuf> {
     let goroot = run(go().args(["env", "GOROOT"])).trim().to_owned();
     let vendored = Path::new(&goroot).join("src/cmd/vendor/github.com/google/pprof/profile");
@@ -144,15 +145,25 @@ pub fn go_profile_corpus(dir: &Path) -> Vec<PathBuf> {
         .args(["build", "-o"])
         .arg(&exe)
         .arg("."));
-    let out = dir.join("corpus");
+    let (out, text) = (dir.join("corpus"), dir.join("text"));
     std::fs::create_dir_all(&out).unwrap();
-    run(Command::new(&exe).arg(&out));
+    std::fs::create_dir_all(&text).unwrap();
+    run(Command::new(&exe).arg(&out).arg(&text));
     let mut files: Vec<PathBuf> = std::fs::read_dir(&out)
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();
     files
+}
+
+/// The `debug=1` text twins of the runtime profiles [`go_profile_corpus`] writes into
+/// `dir` (heap, allocs, block, mutex, goroutine, threadcreate `.txt`, each written right
+/// after its `debug=0` file by the same process), and the program that wrote them (the
+/// ELF that symbolizes them).
+pub fn go_text_corpus(dir: &Path) -> (PathBuf, PathBuf) {
+    go_profile_corpus(dir);
+    (dir.join("profiles"), dir.join("text"))
 }
 
 /// Two heap profiles of one Go process written by Go's own runtime, before and after a

@@ -1,18 +1,23 @@
 //! Legacy heap profiles from the real writers: `tests/c/leaky.c` (known leaks) built
 //! with the system `cc` and run under gperftools' tcmalloc (`HEAPPROFILE`, a
 //! `HeapProfilerDump`) and under jemalloc (`MALLOC_CONF=prof:true,…`, a `prof.dump`
-//! through `mallctl`), and `tests/go/heaptext` writing Go's `debug=1` text heap profile.
+//! through `mallctl`), `tests/go/heaptext` writing Go's `debug=1` text heap profile,
+//! `tests/go/profiles` writing every Go runtime profile at `debug=1` (goroutine,
+//! threadcreate, block, mutex, heap, allocs), and `tests/c/busy.c` linked with
+//! gperftools' libprofiler writing a binary CPU profile (`CPUPROFILE`).
 //! `cargo xtask test` installs google-perftools (libtcmalloc, `google-pprof`),
 //! libjemalloc-dev (libjemalloc, `jeprof`) and golang-go.
 //!
 //! What is compared:
-//! - gperftools and Go `debug=1`: `heapsnap top --no-local --elf PROGRAM` against
+//! - gperftools (heap and CPU), Go `debug=1` (heap, goroutine, block, mutex) and
+//!   contention text: `heapsnap top --no-local --elf PROGRAM` against
 //!   `go tool pprof -top -nodefraction=0 PROGRAM FILE`, line for line (the `Type:`,
 //!   `Showing` and table lines; pprof's `File:` line, the program's name, is not
 //!   printed by heapsnap), for every sample type and the default one, with one
 //!   substitution for gperftools: pprof's DWARF symbolizer leaves `_start` (no debug
 //!   info) as its mapping, `[leaky]`, where heapsnap falls back to the ELF symbol table
-//!   and names it `_start`.
+//!   and names it `_start` (rows of equal values are compared in name order, the
+//!   order pprof prints them in, so the renamed row sits where pprof puts it).
 //! - jemalloc (which `go tool pprof` refuses): `jeprof --text --show_bytes` against the
 //!   flat and cum values heapsnap gives (from its folded output) for the program's
 //!   functions, and the total, for all four sample types; exact with every allocation
@@ -103,24 +108,47 @@ fn heapsnap(args: &[&str], file: &Path) -> String {
 }
 
 /// `top` output as compared: pprof's `File:` line dropped, trailing blanks trimmed,
-/// blank lines dropped, and (`start`) `_start` named as pprof names it.
-fn normalized(text: &str, start: bool) -> Vec<String> {
-    text.lines()
+/// blank lines dropped, and (`start`) `_start` named as pprof names it, by the
+/// program's mapping (`[leaky]`), in the place pprof's order (flat, cum, then name)
+/// gives that name.
+fn normalized(text: &str, start: Option<&Path>) -> Vec<String> {
+    let mapping = start.map(|p| format!("[{}]", p.file_name().unwrap().to_string_lossy()));
+    let mut lines: Vec<String> = text
+        .lines()
         .filter(|l| !l.starts_with("File: ") && !l.trim().is_empty())
         .map(|l| {
             let l = l.trim_end();
-            match l.strip_suffix("  _start").filter(|_| start) {
-                Some(v) => format!("{v}  [leaky]"),
-                None => l.to_owned(),
+            match (l.strip_suffix("  _start"), &mapping) {
+                (Some(v), Some(m)) => format!("{v}  {m}"),
+                _ => l.to_owned(),
             }
         })
-        .collect()
+        .collect();
+    // Rows of equal values (the text before the name) are in name order.
+    let key = |l: &str| {
+        l.rsplit_once("  ")
+            .map(|(v, n)| (v.to_owned(), n.to_owned()))
+    };
+    let mut i = 0;
+    while i < lines.len() {
+        let Some((v, _)) = key(&lines[i]) else {
+            i += 1;
+            continue;
+        };
+        let j = (i..lines.len())
+            .find(|&j| key(&lines[j]).is_none_or(|(w, _)| w != v))
+            .unwrap_or(lines.len());
+        lines[i..j].sort_by_key(|l| key(l).map(|(_, n)| n));
+        i = j.max(i + 1);
+    }
+    lines
 }
 
 /// `heapsnap top` of `file` (symbolized with `prog`) equals `go tool pprof -top
 /// -nodefraction=0 prog file`, for the default sample type and each of `indices`;
 /// returns pprof's outputs.
 fn assert_top_equals_pprof(prog: &Path, file: &Path, indices: &[&str], start: bool) -> Vec<String> {
+    let start = start.then_some(prog);
     let mut outputs = Vec::new();
     for index in std::iter::once("").chain(indices.iter().copied()) {
         let mut args = vec!["top"];
@@ -142,7 +170,7 @@ fn assert_top_equals_pprof(prog: &Path, file: &Path, indices: &[&str], start: bo
         }
         assert_eq!(
             normalized(&ours, start),
-            normalized(&theirs, false),
+            normalized(&theirs, None),
             "{} -sample_index={index}: heapsnap top vs go tool pprof -top\nheapsnap:\n{ours}\npprof:\n{theirs}",
             file.display()
         );
@@ -364,4 +392,248 @@ fn go_tool_pprof_refuses_jemalloc_dumps_that_heapsnap_reads() {
     assert!(!out.status.success(), "pprof read a jemalloc dump");
     let top = heapsnap(&["top"], &c.jemalloc_every);
     assert!(top.contains("  leak_large"), "{top}");
+}
+
+/// Go's other runtime profiles at `debug=1` (`tests/go/profiles`, the program that
+/// writes the `debug=0` parity corpus, writes each at `debug=1` right after): goroutine
+/// (`parseGoCount`), block and mutex (`--- contention:` / `--- mutex:`,
+/// `parseContention`), and heap and allocs (`parseHeap`): `heapsnap top` with the
+/// program as `--elf` equals `go tool pprof -top` with it, for the default and every
+/// sample type. threadcreate at `debug=1` (records `N @` without addresses) is
+/// refused by pprof and by heapsnap, which says the line.
+#[test]
+fn go_debug1_runtime_profiles_top_equal_pprof_top() {
+    let dir = target_dir().join("legacy-corpus-go-runtime");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (prog, text) = e2e::go_text_corpus(&dir);
+    let cases: [(&str, &str, &[&str], &str); 5] = [
+        (
+            "goroutine.txt",
+            "Go count profile (goroutine, threadcreate; debug=1)",
+            &[],
+            "  main.parked\n",
+        ),
+        (
+            "block.txt",
+            "contention profile (Go block, mutex; debug=1)",
+            &["contentions", "delay"],
+            "  main.blockOnChannel\n",
+        ),
+        (
+            "mutex.txt",
+            "contention profile (Go block, mutex; debug=1)",
+            &["contentions", "delay"],
+            "  main.contend.func1\n",
+        ),
+        (
+            "heap.txt",
+            "Go heap profile (debug=1)",
+            &INDICES,
+            "  main.leakLarge\n",
+        ),
+        (
+            "allocs.txt",
+            "Go heap profile (debug=1)",
+            &INDICES,
+            "  main.churn\n",
+        ),
+    ];
+    for (name, format, indices, function) in cases {
+        let file = text.join(name);
+        let bytes = std::fs::read(&file).unwrap();
+        assert_eq!(
+            heapsnap_profile::import::guess_format(&bytes),
+            Some(format),
+            "{name}"
+        );
+        let theirs = assert_top_equals_pprof(&prog, &file, indices, false);
+        assert!(
+            theirs.iter().all(|t| t.contains(function)),
+            "{name}: pprof shows no{function}: {theirs:#?}"
+        );
+    }
+    // What pprof shows for the kinds: their own sample types.
+    let goroutine = pprof(
+        &["-top", "-nodefraction=0", prog.to_str().unwrap()],
+        &text.join("goroutine.txt"),
+    );
+    assert!(goroutine.contains("Type: goroutine\n"), "{goroutine}");
+    let threadcreate = text.join("threadcreate.txt");
+    let t = std::fs::read_to_string(&threadcreate).unwrap();
+    assert!(t.starts_with("threadcreate profile: total "), "{t}");
+    let bad_line = t
+        .lines()
+        .position(|l| !l.starts_with('#') && l.trim_end().ends_with(" @"))
+        .expect("threadcreate at debug=1 has a record without addresses")
+        + 1;
+    let out = e2e::go()
+        .args(["tool", "pprof", "-top"])
+        .arg(&threadcreate)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "pprof read {t}");
+    let out = Command::new(e2e::heapsnap())
+        .args(["top", "--no-local"])
+        .arg(&threadcreate)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "heapsnap read {t}");
+    assert!(
+        err.contains(&format!("line {bad_line}: expected `COUNT @ 0xADDR")),
+        "{err}"
+    );
+}
+
+/// `tests/c/busy.c` built into `dir` (made afresh) with libprofiler linked in, and the
+/// CPU profile it writes (`CPUPROFILE`, 1000 Hz) burning `ms` milliseconds of CPU:
+/// (program, profile).
+fn cpu_profile(dir: &Path, ms: &str) -> (PathBuf, PathBuf) {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).unwrap();
+    let prog = dir.join("busy");
+    let profiler = system_lib(
+        "libprofiler.so.0",
+        "libgoogle-perftools4 via google-perftools",
+    );
+    run(Command::new("cc")
+        .args(["-g", "-O1", "-fno-omit-frame-pointer", "-o"])
+        .arg(&prog)
+        .arg(e2e::repo_root().join("tests/c/busy.c"))
+        .arg("-Wl,--no-as-needed")
+        .arg(&profiler));
+    let file = dir.join("busy.prof");
+    run(Command::new(&prog)
+        .arg(ms)
+        .env("CPUPROFILE", &file)
+        .env("CPUPROFILE_FREQUENCY", "1000"));
+    (prog, file)
+}
+
+/// A gperftools CPU profile: `tests/c/busy.c` linked with libprofiler (`-lprofiler`)
+/// and run with `CPUPROFILE` at 1000 Hz. `heapsnap top --elf busy` equals `go tool
+/// pprof -top busy` for the default type, `samples` and `cpu` (with the `_start`
+/// substitution of the heap test: pprof's DWARF symbolizer names it by its mapping),
+/// and again on the same profile re-encoded in big-endian words, which pprof reads as
+/// well (`parseCPU` tries four word encodings; this machine's libprofiler writes
+/// 64-bit little-endian).
+#[test]
+fn gperftools_cpu_top_equals_pprof_top() {
+    let (prog, file) = cpu_profile(&target_dir().join("legacy-corpus-cpu"), "400");
+    let bytes = std::fs::read(&file).unwrap();
+    assert_eq!(
+        heapsnap_profile::import::guess_format(&bytes),
+        Some("gperftools CPU profile")
+    );
+    let theirs = assert_top_equals_pprof(&prog, &file, &["samples", "cpu"], true);
+    for f in ["hot_loop", "warm_loop", "work", "main"] {
+        assert!(
+            theirs.iter().all(|t| t.contains(&format!("  {f}\n"))),
+            "pprof shows no {f}: {theirs:#?}"
+        );
+    }
+    assert!(theirs[0].contains("Type: cpu\n"), "{}", theirs[0]);
+    // The same words big-endian, up to the trailer (0, 1, 0); the maps text as is.
+    let words: Vec<u64> = bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    // Record by record (count, depth, addresses) to the trailer.
+    let mut trailer = 5;
+    while !words[trailer..].starts_with(&[0, 1, 0]) {
+        trailer += 2 + words[trailer + 1] as usize;
+        assert!(trailer < words.len(), "no trailer in {}", file.display());
+    }
+    let mut big: Vec<u8> = words[..trailer + 3]
+        .iter()
+        .flat_map(|w| w.to_be_bytes())
+        .collect();
+    big.extend_from_slice(&bytes[(trailer + 3) * 8..]);
+    let big_file = file.with_file_name("busy-be.prof");
+    std::fs::write(&big_file, big).unwrap();
+    let theirs_be = assert_top_equals_pprof(&prog, &big_file, &["samples", "cpu"], true);
+    assert_eq!(theirs_be, theirs, "pprof reads both encodings alike");
+}
+
+/// `go tool pprof -top` refuses `file`, and `heapsnap top` too, with `want` (the
+/// format, the line or byte offset, what is wrong) in its message.
+fn assert_both_refuse(file: &Path, want: &str) {
+    let out = e2e::go()
+        .args(["tool", "pprof", "-top"])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "pprof read {}", file.display());
+    let out = Command::new(e2e::heapsnap())
+        .args(["top", "--no-local"])
+        .arg(file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "heapsnap read {}", file.display());
+    assert!(err.contains(want), "{}: {err}", file.display());
+}
+
+/// The C++ `--- contentionz` header (no real writer here: Google's own) on the records
+/// of Go's real block profile reads as pprof reads it; files made bad from the real
+/// ones are read alike or refused by both, and heapsnap says where: an attribute pprof
+/// does not know (a Java contention profile's `format=`), a record without its
+/// numbers, and a CPU profile cut inside a record's header.
+#[test]
+fn contention_variants_and_bad_files_as_pprof() {
+    let dir = target_dir().join("legacy-corpus-variants");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (prog, text) = e2e::go_text_corpus(&dir);
+    let block = std::fs::read_to_string(text.join("block.txt")).unwrap();
+    let body = block.strip_prefix("--- contention:\n").unwrap();
+    let cz = dir.join("contentionz.txt");
+    std::fs::write(&cz, format!("--- contentionz 1 ---\n{body}")).unwrap();
+    let theirs = assert_top_equals_pprof(&prog, &cz, &["contentions", "delay"], false);
+    assert!(theirs[0].contains("Type: delay\n"), "{}", theirs[0]);
+
+    let java = dir.join("java-attr.txt");
+    std::fs::write(&java, format!("--- contention:\nformat=java\n{body}")).unwrap();
+    assert_both_refuse(
+        &java,
+        "contention profile (Go block, mutex; debug=1), line 2: unknown attribute `format`",
+    );
+    // A record whose first number is dropped: pprof's unanchored `(\d+) *(\d+) @`
+    // splits the count that is left (`799 @` is 79 cycles, 9 contentions), and so
+    // does heapsnap; without either number, both refuse the line.
+    let first = body.lines().position(|l| l.contains(" @ ")).unwrap();
+    let with_first = |f: &dyn Fn(&str) -> String| -> String {
+        let lines: Vec<String> = body
+            .lines()
+            .enumerate()
+            .map(|(i, l)| if i == first { f(l) } else { l.to_owned() })
+            .collect();
+        format!("--- contention:\n{}\n", lines.join("\n"))
+    };
+    let split = dir.join("split-count.txt");
+    std::fs::write(
+        &split,
+        with_first(&|l| l.split_once(' ').unwrap().1.to_owned()),
+    )
+    .unwrap();
+    assert_top_equals_pprof(&prog, &split, &["contentions", "delay"], false);
+    let bad = dir.join("no-numbers.txt");
+    std::fs::write(
+        &bad,
+        with_first(&|l| format!("@{}", l.split_once('@').unwrap().1)),
+    )
+    .unwrap();
+    assert_both_refuse(
+        &bad,
+        &format!("line {}: expected `DELAY COUNT @ 0xADDR …`", first + 2),
+    );
+
+    // The CPU profile of `busy`, cut three bytes into its first record's depth word.
+    let (_, prof) = cpu_profile(&dir.join("cpu"), "100");
+    let bytes = std::fs::read(&prof).unwrap();
+    let cut = prof.with_file_name("cut.prof");
+    std::fs::write(&cut, &bytes[..5 * 8 + 8 + 3]).unwrap();
+    assert_both_refuse(
+        &cut,
+        "gperftools CPU profile, byte offset 40: a record's count and depth are cut off",
+    );
 }

@@ -27,7 +27,8 @@ pub const APT: &[(&str, &str)] = &[
     ("node", "nodejs"),
     ("npm", "npm"),
     // The legacy-format corpus (tests/tests/legacy_formats.rs): tcmalloc's heap
-    // profiler and jemalloc with profiling, and jemalloc's reader to compare with.
+    // profiler, gperftools' CPU profiler (libprofiler, in the same packages) and
+    // jemalloc with profiling, and jemalloc's reader to compare with.
     ("google-pprof", "google-perftools"),
     ("jeprof", "libjemalloc-dev"),
 ];

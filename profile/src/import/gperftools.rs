@@ -33,45 +33,112 @@ use sampler_core::Cycle;
 /// 1), so reports say where it came from. The other legacy origins are in [`LEGACY`].
 pub const LEGACY_VERSION: u16 = 0;
 
-/// Where a snapshot read from a legacy text heap profile came from, carried in its
-/// `version` (heapsnap's own versions start at 1; these are 0 and the top of the
-/// range): reports name the source, and the conversion shows the sample types pprof
-/// shows for it.
+/// What a legacy profile measures, which decides its sample types, its period, the
+/// frames pprof prunes (`addLegacyFrameInfo`) and what a bucket's counters hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A heap profile: buckets hold sampled allocations and frees, unsampled at the
+    /// snapshot's rate.
+    Heap,
+    /// A CPU profile (gperftools' `CPUPROFILE`): a bucket's `allocs` is the sample
+    /// count, its `alloc_bytes` the CPU time in nanoseconds; the period is in
+    /// nanoseconds.
+    Cpu,
+    /// A contention profile (Go's `block` and `mutex` at `debug=1`, `--- contentionz`):
+    /// `allocs` is the contentions, `alloc_bytes` the delay in nanoseconds, both
+    /// already unsampled by the reader as pprof's `parseContentionSample` does.
+    Contention,
+    /// A count profile (Go's `goroutine` and `threadcreate` at `debug=1`) of the named
+    /// type: `allocs` is the count.
+    Count(&'static str),
+}
+
+impl Kind {
+    /// The profile's (type, unit) pairs when not a heap (see
+    /// [`crate::import::SAMPLE_TYPES`] for a heap).
+    pub fn sample_types(self) -> Vec<(&'static str, &'static str)> {
+        match self {
+            Kind::Heap => crate::import::SAMPLE_TYPES.to_vec(),
+            Kind::Cpu => vec![("samples", "count"), ("cpu", "nanoseconds")],
+            Kind::Contention => vec![("contentions", "count"), ("delay", "nanoseconds")],
+            Kind::Count(name) => vec![(name, "count")],
+        }
+    }
+
+    /// The period's (type, unit), as pprof's legacy parsers set it.
+    pub fn period_type(self) -> (&'static str, &'static str) {
+        match self {
+            Kind::Heap => ("space", "bytes"),
+            Kind::Cpu => ("cpu", "nanoseconds"),
+            Kind::Contention => ("contentions", "count"),
+            Kind::Count(name) => (name, "count"),
+        }
+    }
+
+    /// What reports call a file of this kind.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Kind::Heap => "text heap",
+            Kind::Cpu => "binary CPU",
+            Kind::Contention => "text contention",
+            Kind::Count("goroutine") => "text goroutine",
+            Kind::Count(_) => "text count",
+        }
+    }
+}
+
+/// Where a snapshot read from a legacy profile came from, carried in its `version`
+/// (heapsnap's own versions start at 1; these are 0 and the top of the range): reports
+/// name the source, and the conversion shows the sample types pprof shows for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Legacy {
     /// The snapshot version that stands for this origin.
     pub version: u16,
     /// The program that wrote the file, for reports.
     pub source: &'static str,
-    /// The file keeps allocation totals apart from what is in use. Without them (the
+    /// What it measures.
+    pub kind: Kind,
+    /// A heap file keeps allocation totals apart from what is in use. Without them (the
     /// header's allocated figures are 0 or equal to those in use) pprof's `parseHeap`
-    /// shows two sample types, `objects` and `space`, instead of four.
+    /// shows two sample types, `objects` and `space`, instead of four. Always true for
+    /// the other kinds.
     pub allocations: bool,
 }
 
+const fn heap(version: u16, source: &'static str, allocations: bool) -> Legacy {
+    Legacy {
+        version,
+        source,
+        kind: Kind::Heap,
+        allocations,
+    }
+}
+
+const fn other(version: u16, source: &'static str, kind: Kind) -> Legacy {
+    Legacy {
+        version,
+        source,
+        kind,
+        allocations: true,
+    }
+}
+
 /// Every legacy origin (see [`Legacy`]).
-pub const LEGACY: [Legacy; 4] = [
-    Legacy {
-        version: LEGACY_VERSION,
-        source: "gperftools or jemalloc",
-        allocations: true,
-    },
-    Legacy {
-        version: u16::MAX,
-        source: "gperftools or jemalloc",
-        allocations: false,
-    },
-    Legacy {
-        version: u16::MAX - 1,
-        source: "Go, debug=1",
-        allocations: true,
-    },
-    Legacy {
-        version: u16::MAX - 2,
-        source: "Go, debug=1",
-        allocations: false,
-    },
+pub const LEGACY: [Legacy; 8] = [
+    heap(LEGACY_VERSION, "gperftools or jemalloc", true),
+    heap(u16::MAX, "gperftools or jemalloc", false),
+    heap(u16::MAX - 1, "Go, debug=1", true),
+    heap(u16::MAX - 2, "Go, debug=1", false),
+    other(u16::MAX - 3, "Go, debug=1", Kind::Count("goroutine")),
+    other(u16::MAX - 4, "Go, debug=1", Kind::Count("threadcreate")),
+    other(u16::MAX - 5, "Go debug=1 or contentionz", Kind::Contention),
+    other(u16::MAX - 6, "gperftools CPU profiler", Kind::Cpu),
 ];
+
+/// The origin of `kind` (not a heap) from [`LEGACY`].
+pub(super) fn origin_of(kind: Kind) -> &'static Legacy {
+    LEGACY.iter().find(|l| l.kind == kind).unwrap_or(&LEGACY[0])
+}
 
 /// The legacy origin a snapshot version stands for, if it is one.
 pub fn legacy(version: u16) -> Option<&'static Legacy> {
@@ -213,9 +280,25 @@ impl Records {
             (0, n) => alloc_bytes / n,
             (n, _) => c.inuse_bytes / n,
         };
+        let stack_id = self.stack_id(frames, &at)?;
+        self.snap.buckets.push(Bucket {
+            stack_id,
+            size,
+            active: Cycle {
+                allocs,
+                frees: allocs - c.inuse_objects,
+                alloc_bytes,
+                free_bytes: alloc_bytes - c.inuse_bytes,
+            },
+        });
+        Ok(())
+    }
+
+    /// The id of a stack, interned.
+    fn stack_id(&mut self, frames: Vec<u64>, at: &dyn Fn() -> String) -> Result<u32, InputError> {
         self.widest = frames.iter().fold(self.widest, |w, &a| w.max(a));
         let next = self.stacks.len() as u32 + 1;
-        let stack_id = match self.stacks.get(&frames) {
+        Ok(match self.stacks.get(&frames) {
             Some(&id) => id,
             None => {
                 self.budget
@@ -227,15 +310,34 @@ impl Records {
                 self.stacks.insert(frames, next);
                 next
             }
-        };
+        })
+    }
+
+    /// A record of a profile that is not a heap's, at `at` (a line, a byte offset):
+    /// its two values as [`Kind`] says where they go, and its stack (innermost first,
+    /// as return addresses).
+    pub(super) fn values(
+        &mut self,
+        at: &dyn Fn() -> String,
+        values: [u64; 2],
+        frames: Vec<u64>,
+    ) -> Result<(), InputError> {
+        self.budget.charge(6 + frames.len() as u64, at)?;
+        self.budget.cap(
+            "stack-depth",
+            frames.len() as u64,
+            || "frames in one stack".into(),
+            at,
+        )?;
+        let stack_id = self.stack_id(frames, at)?;
         self.snap.buckets.push(Bucket {
             stack_id,
-            size,
+            size: 0,
             active: Cycle {
-                allocs,
-                frees: allocs - c.inuse_objects,
-                alloc_bytes,
-                free_bytes: alloc_bytes - c.inuse_bytes,
+                allocs: values[0],
+                frees: 0,
+                alloc_bytes: values[1],
+                free_bytes: 0,
             },
         });
         Ok(())
@@ -257,6 +359,20 @@ impl Records {
             self.budget.charge(4, at)?;
             self.widest = self.widest.max(m.end);
             self.snap.mappings.push(m);
+        }
+        Ok(())
+    }
+
+    /// pprof's `parseAdditionalSections`: lines up to one holding a maps sentinel
+    /// (`MAPPED_LIBRARIES:`, `--- Memory map: ---`) are ignored, the maps follow it.
+    pub(super) fn additional_sections<'a>(
+        &mut self,
+        lines: &mut impl Iterator<Item = (usize, &'a str)>,
+    ) -> Result<(), InputError> {
+        let is_sentinel =
+            |l: &str| l.contains("MAPPED_LIBRARIES:") || l.contains("--- Memory map: ---");
+        if let Some((n, _)) = lines.by_ref().find(|(_, l)| is_sentinel(l)) {
+            self.maps(n + 1, lines.map(|(_, l)| l))?;
         }
         Ok(())
     }

@@ -7,11 +7,17 @@
 //! A snapshot is read as itself ([`Input::Snapshot`]): it becomes a profile through
 //! [`to_profile`] with a symbolizer passed in, so this crate needs no ELF code.
 
+#[cfg(feature = "snapshot")]
+mod contention;
 mod folded;
+#[cfg(feature = "snapshot")]
+mod go_count;
 #[cfg(feature = "snapshot")]
 mod go_heap;
 #[cfg(feature = "snapshot")]
 mod gperftools;
+#[cfg(feature = "snapshot")]
+mod gperftools_cpu;
 #[cfg(feature = "snapshot")]
 mod jemalloc;
 mod pprof;
@@ -21,7 +27,7 @@ mod snapshot;
 use crate::limits::{LimitError, Limits};
 use crate::profile::{Profile, ProfileError};
 #[cfg(feature = "snapshot")]
-pub use gperftools::{legacy, Legacy, LEGACY, LEGACY_VERSION};
+pub use gperftools::{legacy, Kind, Legacy, LEGACY, LEGACY_VERSION};
 #[cfg(feature = "snapshot")]
 use sampler_core::decoded::Snapshot;
 #[cfg(feature = "snapshot")]
@@ -81,7 +87,8 @@ pub enum InputError {
         /// What is wrong with it.
         what: String,
     },
-    /// A legacy text profile (gperftools, jemalloc, Go `debug=1`) with a bad line.
+    /// A legacy text profile (gperftools, jemalloc, Go `debug=1`, contention) with a bad
+    /// line.
     #[error("{format}, line {line}: {what}")]
     Legacy {
         /// Which format (its [`Format::name`]).
@@ -89,6 +96,16 @@ pub enum InputError {
         /// 1-based line number.
         line: usize,
         /// What is wrong with it, and what was expected.
+        what: String,
+    },
+    /// A legacy binary profile (gperftools CPU) with bad bytes.
+    #[error("{format}, byte offset {offset}: {what}")]
+    LegacyBinary {
+        /// Which format (its [`Format::name`]).
+        format: &'static str,
+        /// Where, from the start of the file.
+        offset: usize,
+        /// What is wrong there.
         what: String,
     },
     /// Over a resource limit (see [`crate::limits`]).
@@ -121,6 +138,8 @@ pub const FORMATS: &[Format] = &[
     snapshot::SNAPSHOT,
     pprof::GZIP,
     #[cfg(feature = "snapshot")]
+    gperftools_cpu::GPERFTOOLS_CPU,
+    #[cfg(feature = "snapshot")]
     snapshot::CAPTURE,
     #[cfg(feature = "snapshot")]
     go_heap::GO_HEAP,
@@ -128,6 +147,10 @@ pub const FORMATS: &[Format] = &[
     gperftools::GPERFTOOLS_HEAP,
     #[cfg(feature = "snapshot")]
     jemalloc::JEMALLOC_HEAP,
+    #[cfg(feature = "snapshot")]
+    go_count::GO_COUNT,
+    #[cfg(feature = "snapshot")]
+    contention::CONTENTION,
     folded::FOLDED,
     pprof::PROTOBUF,
 ];

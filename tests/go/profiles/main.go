@@ -4,6 +4,9 @@
 //   - every runtime profile at debug=0, written by runtime/pprof: heap, allocs, cpu
 //     (a short busy loop), block, mutex, goroutine, threadcreate, and heap2 (the heap
 //     later, for diffs);
+//   - into TEXTDIR, when given, the same runtime profiles at debug=1 (the legacy text
+//     formats: heap.txt, allocs.txt, block.txt, mutex.txt, goroutine.txt,
+//     threadcreate.txt), each written right after its debug=0 twin;
 //   - profiles written with pprof's own profile package (github.com/google/pprof/profile,
 //     the copy vendored in GOROOT, which is what `go tool pprof` reads with) for what
 //     the runtime never writes: units.pb.gz (time, bytes in every spelling, custom and
@@ -11,7 +14,7 @@
 //     (the same types later, for diffs), frames.pb.gz (drop_frames/keep_frames, inlined
 //     and partially inlined functions, comments) and utf8.pb.gz (invalid UTF-8 in names).
 //
-// Usage: profiles OUTDIR
+// Usage: profiles OUTDIR [TEXTDIR]
 package main
 
 import (
@@ -118,10 +121,18 @@ func create(dir, name string) *os.File {
 	return f
 }
 
+// textDir receives the debug=1 twins ("" = not written).
+var textDir string
+
 func lookup(dir, name, file string) {
 	f := create(dir, file)
 	must(pprof.Lookup(name).WriteTo(f, 0))
 	must(f.Close())
+	if textDir != "" && file != "heap2.pb.gz" {
+		t := create(textDir, name+".txt")
+		must(pprof.Lookup(name).WriteTo(t, 1))
+		must(t.Close())
+	}
 }
 
 func writeProfile(dir, name string, p *profile.Profile) {
@@ -133,6 +144,9 @@ func writeProfile(dir, name string, p *profile.Profile) {
 
 func main() {
 	dir := os.Args[1]
+	if len(os.Args) > 2 {
+		textDir = os.Args[2]
+	}
 	runtime.MemProfileRate = 1
 	runtime.SetBlockProfileRate(1)
 	runtime.SetMutexProfileFraction(1)

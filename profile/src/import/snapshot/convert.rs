@@ -2,6 +2,7 @@
 //! [`super::site`]), and symbolization through the [`Symbols`] a caller passes in.
 
 use super::{inspect, site};
+use crate::import::Kind;
 use crate::limits::{Budget, LimitError, Limits};
 use crate::profile::{Builder, Line, Mapping, MappingFlags, Profile};
 use rustc_hash::FxHashMap as HashMap;
@@ -46,6 +47,30 @@ const LEGACY_DROP_FRAMES: &str = concat!(
 );
 /// See [`LEGACY_DROP_FRAMES`].
 const LEGACY_KEEP_FRAMES: &str = "runtime\\.panic|runtime\\.reflectcall|runtime\\.call[0-9]*";
+
+/// What the snapshot measures: a heap, unless it was read from a legacy profile of
+/// another kind (CPU, contention, goroutines).
+fn kind(snap: &Snapshot) -> Kind {
+    crate::import::legacy(snap.version).map_or(Kind::Heap, |l| l.kind)
+}
+
+/// pprof's `lockRxStr`: the `drop_frames` of a legacy contention profile.
+const LOCK_DROP_FRAMES: &str = concat!(
+    "RecordLockProfileData|(base::)?RecordLockProfileData.*|",
+    "(base::)?SubmitMutexProfileData.*|(base::)?SubmitSpinLockProfileData.*|",
+    "(base::Mutex::)?AwaitCommon.*|(base::Mutex::)?Unlock.*|(base::Mutex::)?UnlockSlow.*|",
+    "(base::Mutex::)?ReaderUnlock.*|(base::MutexLock::)?~MutexLock.*|",
+    "(Mutex::)?AwaitCommon.*|(Mutex::)?Unlock.*|(Mutex::)?UnlockSlow.*|",
+    "(Mutex::)?ReaderUnlock.*|(MutexLock::)?~MutexLock.*|",
+    "(SpinLock::)?Unlock.*|(SpinLock::)?SlowUnlock.*|(SpinLockHolder::)?~SpinLockHolder.*",
+);
+
+/// pprof's `cpuProfilerRxStr`: the `drop_frames` of every other legacy profile (CPU,
+/// goroutine, threadcreate).
+const CPU_DROP_FRAMES: &str = concat!(
+    "ProfileData::Add|ProfileData::prof_handler|CpuProfiler::prof_handler|",
+    "__pthread_sighandler|__restore",
+);
 
 /// One (possibly inlined) frame at an address.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -191,23 +216,31 @@ pub fn to_profile_limited(
     budget: &mut Budget,
 ) -> Result<Profile, LimitError> {
     let inuse_only = inuse_only(snap);
-    let types: &[(&str, &str)] = if inuse_only {
-        &INUSE_ONLY_TYPES
+    let kind = kind(snap);
+    let types = if inuse_only {
+        INUSE_ONLY_TYPES.to_vec()
     } else {
-        &SAMPLE_TYPES
+        kind.sample_types()
     };
-    let mut c = Converter::new(snap, symbols, types, true);
+    let mut c = Converter::new(snap, symbols, &types, true);
     let total = snap.buckets.len() as u64;
     let mut samples = 0u64;
     for (n, bucket) in snap.buckets.iter().enumerate() {
         if n % 4096 == 0 {
             progress(n as u64, total);
         }
-        let values = bucket_values(bucket, snap.sample_rate);
+        let values = match kind {
+            Kind::Heap => bucket_values(bucket, snap.sample_rate),
+            // Already unsampled by the reader (see `Kind`).
+            _ => {
+                let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+                [i(bucket.active.allocs), i(bucket.active.alloc_bytes), 0, 0]
+            }
+        };
         let values = if inuse_only {
             &values[2..]
         } else {
-            &values[..]
+            &values[..types.len()]
         };
         if values.iter().all(|&v| v == 0) {
             continue;
@@ -256,6 +289,8 @@ struct Converter<'a> {
     /// Per stack: (first frame kept, innermost lines of it skipped), the allocation
     /// site's trim.
     trims: HashMap<u32, (usize, usize)>,
+    /// The snapshot is a heap's (its stacks are trimmed at the allocation site).
+    heap: bool,
 }
 
 impl<'a> Converter<'a> {
@@ -269,18 +304,22 @@ impl<'a> Converter<'a> {
         for (t, u) in types {
             b.sample_type(t, u);
         }
+        let kind = kind(snap);
         if period {
-            b.period(
-                "space",
-                "bytes",
-                i64::try_from(snap.sample_rate).unwrap_or(i64::MAX),
-            );
+            let (t, u) = kind.period_type();
+            b.period(t, u, i64::try_from(snap.sample_rate).unwrap_or(i64::MAX));
         }
         for c in inspect::comments(snap) {
             b.comment(&c);
         }
         if crate::import::legacy(snap.version).is_some() {
-            let (drop, keep) = (b.string(LEGACY_DROP_FRAMES), b.string(LEGACY_KEEP_FRAMES));
+            // pprof's addLegacyFrameInfo.
+            let (drop, keep) = match kind {
+                Kind::Heap => (LEGACY_DROP_FRAMES, LEGACY_KEEP_FRAMES),
+                Kind::Contention => (LOCK_DROP_FRAMES, ""),
+                Kind::Cpu | Kind::Count(_) => (CPU_DROP_FRAMES, ""),
+            };
+            let (drop, keep) = (b.string(drop), b.string(keep));
             let h = b.header_mut();
             h.drop_frames = drop;
             h.keep_frames = keep;
@@ -307,6 +346,7 @@ impl<'a> Converter<'a> {
                 .collect(),
             stacks: HashMap::default(),
             trims: HashMap::default(),
+            heap: kind == Kind::Heap,
         }
     }
 
@@ -351,11 +391,16 @@ impl<'a> Converter<'a> {
                 self.addresses.insert(addr, Address { resolved, lead });
             }
         }
-        let (first, skip) = site::allocation_site_of_leads(
-            frames
-                .iter()
-                .map(|a| self.addresses.get(a).map_or((0, 0), |r| r.lead)),
-        );
+        // Only a heap profile's stacks start in the allocator.
+        let (first, skip) = if self.heap {
+            site::allocation_site_of_leads(
+                frames
+                    .iter()
+                    .map(|a| self.addresses.get(a).map_or((0, 0), |r| r.lead)),
+            )
+        } else {
+            (0, 0)
+        };
         self.trims.insert(stack_id, (first, skip));
         let frames = frames.get(first..).unwrap_or(&[]);
         let locs: Vec<u64> = frames

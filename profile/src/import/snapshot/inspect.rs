@@ -112,6 +112,11 @@ pub fn machine_name(machine: u64) -> String {
 /// The snapshot's architecture for the header lines: its `elf_machine`, or unknown.
 fn architecture(s: &Snapshot) -> String {
     match s.counters.elf_machine {
+        0 if crate::import::legacy(s.version)
+            .is_some_and(|l| l.kind == crate::import::Kind::Cpu) =>
+        {
+            "unknown (a gperftools CPU profile does not record it)".to_owned()
+        }
         0 if crate::import::legacy(s.version).is_some() => {
             "unknown (a text profile does not record it)".to_owned()
         }
@@ -129,10 +134,16 @@ pub fn comments(s: &Snapshot) -> Vec<String> {
         .map(|(name, v)| format!("{name}={v}"))
         .collect();
     if let Some(l) = crate::import::legacy(s.version) {
+        let rate = match l.kind {
+            crate::import::Kind::Heap => format!("sample rate {} bytes", s.sample_rate),
+            _ => format!("period {}", s.sample_rate),
+        };
         let mut v = vec![
             format!(
-                "# read from a legacy text heap profile ({}): word size {} (from the addresses), sample rate {} bytes",
-                l.source, s.word_size, s.sample_rate
+                "# read from a legacy {} profile ({}): word size {} (from the addresses), {rate}",
+                l.kind.describe(),
+                l.source,
+                s.word_size
             ),
             format!("# counters: {}", counters.join(" ")),
         ];
@@ -156,7 +167,8 @@ pub fn report(s: &Snapshot, name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) ->
     if let Some(l) = crate::import::legacy(s.version) {
         let _ = writeln!(
             o,
-            "format           legacy text heap profile ({})",
+            "format           legacy {} profile ({})",
+            l.kind.describe(),
             l.source
         );
     } else {
@@ -164,6 +176,10 @@ pub fn report(s: &Snapshot, name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) ->
     }
     let _ = writeln!(o, "word size        {} bytes", s.word_size);
     let _ = writeln!(o, "architecture     {}", architecture(s));
+    let kind = crate::import::legacy(s.version).map(|l| l.kind);
+    if let Some(kind) = kind.filter(|k| *k != crate::import::Kind::Heap) {
+        return o + &other_kind_report(s, kind, name);
+    }
     let _ = writeln!(
         o,
         "sample rate      {} bytes{}",
@@ -175,31 +191,7 @@ pub fn report(s: &Snapshot, name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) ->
         }
     );
     let _ = writeln!(o, "cycle            {}", s.cycle);
-    let _ = writeln!(o, "mappings         {}", s.mappings.len());
-    for m in &s.mappings {
-        let id = if m.build_id.is_empty() {
-            "no build id".to_owned()
-        } else {
-            format!("build id {}", super::hex(&m.build_id))
-        };
-        let _ = writeln!(
-            o,
-            "  {:#x}-{:#x} @{:#x} {} ({id})",
-            m.start,
-            m.end,
-            m.offset,
-            name(&m.name)
-        );
-    }
-    let frames: usize = s.stacks.iter().map(|st| st.frames.len()).sum();
-    let _ = writeln!(
-        o,
-        "stacks           {} ({} frames, deepest {})",
-        s.stacks.len(),
-        frames,
-        s.stacks.iter().map(|st| st.frames.len()).max().unwrap_or(0)
-    );
-    let _ = writeln!(o, "buckets          {}", s.buckets.len());
+    o += &mappings_and_stacks(s, name);
     // u128: sums of any number of 64-bit counters, exact (no wrap, no panic).
     let (mut allocs, mut frees, mut ab, mut fb) = (0u128, 0u128, 0u128, 0u128);
     for b in &s.buckets {
@@ -237,6 +229,59 @@ pub fn report(s: &Snapshot, name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) ->
         for w in w {
             let _ = writeln!(o, "  {w}");
         }
+    }
+    o
+}
+
+/// The mappings, stacks and bucket count lines of a report.
+fn mappings_and_stacks(s: &Snapshot, name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "mappings         {}", s.mappings.len());
+    for m in &s.mappings {
+        let id = if m.build_id.is_empty() {
+            "no build id".to_owned()
+        } else {
+            format!("build id {}", super::hex(&m.build_id))
+        };
+        let _ = writeln!(
+            o,
+            "  {:#x}-{:#x} @{:#x} {} ({id})",
+            m.start,
+            m.end,
+            m.offset,
+            name(&m.name)
+        );
+    }
+    let frames: usize = s.stacks.iter().map(|st| st.frames.len()).sum();
+    let _ = writeln!(
+        o,
+        "stacks           {} ({} frames, deepest {})",
+        s.stacks.len(),
+        frames,
+        s.stacks.iter().map(|st| st.frames.len()).max().unwrap_or(0)
+    );
+    let _ = writeln!(o, "buckets          {}", s.buckets.len());
+    o
+}
+
+/// The rest of the report of a legacy profile that is not a heap's: its period and
+/// the totals of its sample types, where a heap's report has allocations and frees.
+fn other_kind_report(
+    s: &Snapshot,
+    kind: crate::import::Kind,
+    name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>,
+) -> String {
+    let (pt, pu) = kind.period_type();
+    let mut o = format!("period           {} ({pt}, {pu})\n", s.sample_rate);
+    o += &mappings_and_stacks(s, name);
+    let (mut first, mut second) = (0u128, 0u128);
+    for b in &s.buckets {
+        first += u128::from(b.active.allocs);
+        second += u128::from(b.active.alloc_bytes);
+    }
+    let types = kind.sample_types();
+    for ((t, u), total) in types.iter().zip([first, second]) {
+        let _ = writeln!(o, "total {t:<10} {total} ({u})");
     }
     o
 }
