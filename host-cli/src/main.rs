@@ -108,9 +108,10 @@ enum Cmd {
         #[arg(short, long, value_name = "OUT")]
         output: Option<PathBuf>,
     },
-    /// Convert a snapshot to pprof (default), folded stacks or legacy heap text.
+    /// Convert a snapshot, serial capture or any profile heapsnap reads (legacy text,
+    /// folded stacks, pprof) to pprof (default), folded stacks or legacy heap text.
     Convert {
-        /// Snapshot, serial capture, or `-` for stdin.
+        /// Snapshot, serial capture, profile, or `-` for stdin.
         snapshot: String,
         #[command(flatten)]
         sym: SymArgs,
@@ -219,23 +220,36 @@ fn run(cli: Cli) -> Result<()> {
             sample_index,
         } => {
             check_output(output.as_deref(), &[&snapshot], &sym)?;
-            let (snap, len) = read_snapshot(&snapshot, limits)?;
-            if let Some(l) = import::legacy(snap.version).filter(|l| l.kind != import::Kind::Heap) {
-                if matches!(format, Format::Text) {
-                    bail!(
-                        "{snapshot}: --format text writes a heap profile, and this is a {} profile; use --format pprof or folded",
-                        l.kind.describe()
-                    );
+            // Snapshots and legacy text are symbolized; what reads as a profile already
+            // (pprof, folded stacks) is written out as it is.
+            let (p, snap) = match read_input(&snapshot, limits)? {
+                (Input::Snapshot { snapshot: snap, .. }, len) => {
+                    if let Some(l) =
+                        import::legacy(snap.version).filter(|l| l.kind != import::Kind::Heap)
+                    {
+                        if matches!(format, Format::Text) {
+                            bail!(
+                                "{snapshot}: --format text writes a heap profile, and this is a {} profile; use --format pprof or folded",
+                                l.kind.describe()
+                            );
+                        }
+                    }
+                    (symbolized(&snap, len, &sym, limits)?, Some(snap))
                 }
-            }
-            let p = symbolized(&snap, len, &sym, limits)?;
-            let bytes = match format {
-                Format::Pprof => profile::encode(&p),
-                Format::Folded => {
+                (Input::Profile(p), _) => {
+                    if matches!(format, Format::Text) {
+                        bail!("{snapshot}: --format text writes a heap profile from a snapshot or a legacy heap profile, and this is already a profile; use --format pprof or folded");
+                    }
+                    (p, None)
+                }
+            };
+            let bytes = match (format, &snap) {
+                (Format::Text, Some(snap)) => export::legacy_text(snap, Some(&p)).into_bytes(),
+                (Format::Folded, _) => {
                     let i = p.sample_index(&sample_index).map_err(anyhow::Error::msg)?;
                     export::folded(&p, i).into_bytes()
                 }
-                Format::Text => export::legacy_text(&snap, Some(&p)).into_bytes(),
+                _ => profile::encode(&p),
             };
             print_warnings(&snapshot, &p);
             write_out(output.as_deref(), &bytes, matches!(format, Format::Pprof))

@@ -390,6 +390,77 @@ fn viewer_preloads_the_firmware_profile_and_shows_pprofs_top_rows() {
     );
 }
 
+/// The firmware's snapshot dropped in the browser together with its ELF is symbolized
+/// there (the importer module, the CLI's symbolizer compiled to wasm): the same top
+/// table as `go tool pprof -top` of the CLI's conversion, the leak on top. Alone, the
+/// snapshot shows its addresses and says the ELF is missing; the ELF alone is refused.
+#[test]
+fn the_viewer_symbolizes_a_snapshot_dropped_with_its_elf() {
+    let out = firmware_out();
+    let snaps = snapshots(&out);
+    let snap = snaps.last().unwrap();
+    let elf = out.join("heapsnap-firmware.elf");
+    let pb = convert(&out, snap, "viewer-import");
+    let dir = target_dir().join("firmware-e2e/viewer-import");
+    let www = e2e::www();
+    let cases = [
+        format!("with_elf={},{}", snap.display(), elf.display()),
+        format!("alone={}", snap.display()),
+        format!("elf_alone={}", elf.display()),
+    ];
+    let mut args = vec![www.as_os_str(), dir.as_os_str()];
+    args.extend(cases.iter().map(|c| std::ffi::OsStr::new(c)));
+    let result = e2e::browser_script("viewer_import.mjs", &args, &dir);
+    assert_eq!(
+        result["errors"],
+        Value::Array(vec![]),
+        "uncaught errors in the page"
+    );
+
+    let with = &result["cases"]["with_elf"];
+    assert!(with["error"].is_null(), "refused: {}", with["error"]);
+    let st = with["sampleType"].as_str().expect("a sample type");
+    let theirs = e2e::parse_pprof_top(&pprof(
+        &[
+            "-top",
+            "-nodefraction=0",
+            "-unit=bytes",
+            &format!("-sample_index={st}"),
+        ],
+        &pb,
+    ));
+    assert!(
+        theirs[0].name.ends_with(LEAK_FN),
+        "pprof's top row is not the leak: {:?}",
+        theirs[0]
+    );
+    e2e::assert_same_table("snapshot + ELF", &e2e::page_rows(&with["top"]), &theirs);
+
+    let alone = &result["cases"]["alone"];
+    assert!(alone["error"].is_null(), "refused: {}", alone["error"]);
+    let names: Vec<&str> = alone["top"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n.contains(LEAK_FN)),
+        "symbolized without an ELF: {names:?}"
+    );
+    assert!(
+        alone["comments"].as_array().is_some_and(|c| c
+            .iter()
+            .any(|c| c.as_str().is_some_and(|c| c.contains("no ELF given")))),
+        "no warning that the ELF is missing: {}",
+        alone["comments"]
+    );
+    let e = result["cases"]["elf_alone"]["error"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(e.contains("ELF alone"), "the ELF alone: {e:?}");
+}
+
 /// The Thumb frame-pointer walker yields whole stacks on the device: the leak's trace
 /// runs from `remember_message` through every caller down to the reset handler, and
 /// the firmware's capacities dropped nothing (every drop counter is zero).

@@ -1,6 +1,6 @@
 //! The viewer opens every input format the CLI reads, in real headless Chromium: files
-//! that are not pprof (a heapsnap snapshot, a truncated one, gperftools, jemalloc and
-//! Go `debug=1` heap text, folded stacks) go through the importer module, loaded in a
+//! that are not pprof (a heapsnap snapshot, a truncated one, gperftools heap and CPU,
+//! jemalloc, Go `debug=1` heap, goroutine, block and mutex text, folded stacks) go through the importer module, loaded in a
 //! worker only then (`www/import-worker.js`, `viewer-import`), and must show the same
 //! top table as `go tool pprof -top` shows for what `heapsnap convert` makes of the
 //! same file, or the same error the CLI gives. A plain pprof profile never loads the
@@ -34,7 +34,12 @@ fn cli_rows(input: &Path, sample_type: &str, dir: &Path) -> Vec<e2e::TopRow> {
         &[
             "-top",
             "-nodefraction=0",
-            "-unit=bytes",
+            // Exact values: times in nanoseconds, the rest as plain numbers.
+            if matches!(sample_type, "cpu" | "delay") {
+                "-unit=ns"
+            } else {
+                "-unit=bytes"
+            },
             // The profile as converted: pprof would otherwise symbolize addresses
             // from any program on this machine that a mapping names.
             "-symbolize=none",
@@ -57,6 +62,10 @@ fn every_format_the_cli_reads_opens_in_the_viewer_with_the_same_top_table() {
         ("jemalloc", golden("jemalloc.heap")),
         ("go_text", golden("go.heap")),
         ("folded", golden("gperftools.folded")),
+        ("cpu", golden("gperftools.cpu")),
+        ("goroutine", golden("go.goroutine")),
+        ("block", golden("go.block")),
+        ("mutex", golden("go.mutex")),
     ];
     // A snapshot cut short: the CLI's error, with its offset.
     let snap = std::fs::read(golden("host.snap")).unwrap();

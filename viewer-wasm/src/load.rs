@@ -211,56 +211,43 @@ fn js_error(e: wasm_bindgen::JsValue) -> String {
 /// which the whole-file decoder there reads for the message, after the stream has
 /// scanned it within the limits. The error is the whole message to show.
 async fn decode_blob(blob: &web_sys::Blob, name: &str, beside: &[web_sys::File]) -> Read {
-    match decode_any(blob, name, beside).await {
-        Ok(read) => read,
-        Err(ReadError::Io(e)) => Read::Failed(format!("{name}: {e}")),
-        Err(ReadError::Profile(e)) => Read::Failed(not_usable(name, &e)),
-    }
-}
-
-/// [`decode_blob`] with the errors of reading not yet worded.
-async fn decode_any(
-    blob: &web_sys::Blob,
-    name: &str,
-    beside: &[web_sys::File],
-) -> Result<Read, ReadError> {
-    let mut blob = blob.clone();
-    let mut imported = false;
-    loop {
-        let pprof_error = match stream_decode(&blob).await? {
-            Ok(p) => return Ok(Read::Profile(p)),
-            Err(e) if imported => {
-                return Ok(Read::Failed(format!(
-                    "{name}: the importer's profile is unusable: {}",
-                    e.map_or_else(|| "invalid".into(), |e| e.to_string())
-                )))
-            }
-            // Not the content: any reader would fail the same way.
-            Err(Some(
-                e @ (ProfileError::Empty | ProfileError::Gzip(_) | ProfileError::TooLarge { .. }),
-            )) => return Ok(Read::Failed(not_usable(name, &e))),
-            Err(Some(e)) => Some(e),
-            // Marked so that tests can tell a good or hostile file never takes this path.
-            Err(None) => {
-                mark("whole-file-decode");
-                None
-            }
-        };
-        mark("importer");
-        let list: js_sys::Array = beside.iter().collect();
-        let answer = import_file(&blob, name, &list, pprof_error.is_none());
-        let answer = match (JsFuture::from(answer).await, pprof_error) {
-            // The importer sees pprof: the decoder's message stands.
-            (Ok(v), Some(e)) if v.is_null() => return Ok(Read::Failed(not_usable(name, &e))),
-            // An ELF: it serves the snapshots beside it.
-            (Ok(v), _) if v.is_undefined() => return Ok(Read::Elf),
-            (Ok(v), _) => v,
-            (Err(why), None) => return Ok(Read::Failed(not_usable(name, &js_error(why)))),
-            (Err(why), Some(_)) => return Ok(Read::Failed(format!("{name}: {}", js_error(why)))),
-        };
-        blob = web_sys::Blob::new_with_u8_array_sequence(&js_sys::Array::of1(&answer))
-            .map_err(|e| ReadError::Io(js_error(e)))?;
-        imported = true;
+    let pprof_error = match stream_decode(blob).await {
+        Ok(Ok(p)) => return Read::Profile(p),
+        Err(ReadError::Io(e)) => return Read::Failed(format!("{name}: {e}")),
+        Err(ReadError::Profile(e)) => return Read::Failed(not_usable(name, &e)),
+        // Not the content: any reader would fail the same way.
+        Ok(Err(Some(
+            e @ (ProfileError::Empty | ProfileError::Gzip(_) | ProfileError::TooLarge { .. }),
+        ))) => return Read::Failed(not_usable(name, &e)),
+        Ok(Err(Some(e))) => Some(e),
+        // Marked so that tests can tell a good or hostile file never takes this path.
+        Ok(Err(None)) => {
+            mark("whole-file-decode");
+            None
+        }
+    };
+    mark("importer");
+    let list: js_sys::Array = beside.iter().collect();
+    let answer = import_file(blob, name, &list, pprof_error.is_none());
+    let answer = match (JsFuture::from(answer).await, pprof_error) {
+        // The importer sees pprof: the decoder's message stands.
+        (Ok(v), Some(e)) if v.is_null() => return Read::Failed(not_usable(name, &e)),
+        // An ELF: it serves the snapshots beside it.
+        (Ok(v), _) if v.is_undefined() => return Read::Elf,
+        (Ok(v), _) => Uint8Array::new(&v).to_vec(),
+        (Err(why), None) => return Read::Failed(not_usable(name, &js_error(why))),
+        (Err(why), Some(_)) => return Read::Failed(format!("{name}: {}", js_error(why))),
+    };
+    // The importer's own pprof, decoded as a stream would be, within the limits of
+    // its size.
+    let mut d = CompactDecoder::with_limits(&Limits::default(), answer.len() as u64);
+    d.feed(&answer);
+    match d.finish() {
+        Ok(p) => Read::Profile(p),
+        Err(e) => Read::Failed(not_usable(
+            name,
+            &e.map_or_else(|| "invalid".into(), |e| e.to_string()),
+        )),
     }
 }
 
