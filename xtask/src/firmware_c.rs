@@ -100,11 +100,17 @@ fn library(cpu: &Cpu, inject: bool) -> Res<PathBuf> {
     tools::run(
         cargo()
             .env_remove("RUSTFLAGS")
+            // `rustc --crate-type staticlib`, not `build`: the package is also an rlib
+            // (for its Rust tests), and cargo runs no LTO for a crate that is an rlib
+            // too; the archive would hold every crate's object unoptimized across
+            // crates (18.4 KiB of flash instead of 10 at opt-level 2).
             .args([
-                "build",
+                "rustc",
                 "--quiet",
                 "-p",
                 "sampler-c",
+                "--crate-type",
+                "staticlib",
                 "--target",
                 cpu.target,
             ])
