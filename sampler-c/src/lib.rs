@@ -29,7 +29,7 @@ use cortex_m as _;
 
 use core::ffi::c_void;
 
-use sampler_core::snapshot::{EncodeError, FnSink};
+use sampler_core::snapshot::{encode_framed_stream, encode_stream, EncodeError, FnSink};
 use sampler_core::{Counters, Profiler, SnapshotError, StackSource};
 
 /// Interned stacks the profiler holds (fixed at build time, as every capacity here).
@@ -277,7 +277,9 @@ unsafe fn to_buffer(buf: *mut u8, cap: usize, len: *mut usize, write: Writer) ->
         let end = at.checked_add(bytes.len());
         match end.and_then(|end| Some((end, buf.get_mut(at..end)?))) {
             Some((end, dst)) => {
-                dst.copy_from_slice(bytes);
+                // Not `copy_from_slice`: its length check is a panic path LLVM keeps at
+                // opt-level "z" (`dst` is as long as `bytes` by construction).
+                dst.iter_mut().zip(bytes).for_each(|(d, s)| *d = *s);
                 at = end;
                 Ok(())
             }
@@ -365,12 +367,18 @@ type Chunks<'a> = &'a mut dyn FnMut(&[u8]) -> Result<(), ()>;
 /// One of the two encoders.
 type Writer = fn(Chunks<'_>) -> Result<(), SnapshotError>;
 
+// The streaming encoders: a refused chunk is `SinkFailed`, and `to_buffer` counts the
+// size a too-small buffer needs itself, so the encoder's own counting pass is not linked.
 fn write_plain(sink: Chunks<'_>) -> Result<(), SnapshotError> {
-    PROFILER.write_snapshot(&[], FnSink::new(sink))
+    PROFILER
+        .with_view(&[], |v| encode_stream(v, FnSink::new(sink)))?
+        .map_err(SnapshotError::Encode)
 }
 
 fn write_framed(sink: Chunks<'_>) -> Result<(), SnapshotError> {
-    PROFILER.write_snapshot_framed(&[], FnSink::new(sink))
+    PROFILER
+        .with_view(&[], |v| encode_framed_stream(v, FnSink::new(sink)))?
+        .map_err(SnapshotError::Encode)
 }
 
 fn status_of(e: &SnapshotError) -> HeapsnapStatus {
