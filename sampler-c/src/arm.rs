@@ -122,10 +122,21 @@ static NESTED: AtomicU32 = AtomicU32::new(0);
 /// Run the allocator call `f` and say whether it was the outermost one.
 #[inline(always)]
 fn through<R>(f: impl FnOnce() -> R) -> (R, bool) {
-    let outer = NESTED.fetch_add(1, Relaxed) == 0;
+    let outer = enter();
     let r = f();
-    NESTED.fetch_sub(1, Relaxed);
+    leave();
     (r, outer)
+}
+
+// Out of line: each atomic is an exclusive load/store loop, in eight hooks.
+#[inline(never)]
+fn enter() -> bool {
+    NESTED.fetch_add(1, Relaxed) == 0
+}
+
+#[inline(never)]
+fn leave() {
+    NESTED.fetch_sub(1, Relaxed);
 }
 
 /// After an allocator call returned `p` for `size` bytes: recorded with the caller's

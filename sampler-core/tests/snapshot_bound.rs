@@ -5,8 +5,8 @@
 use sampler_core::decoded::{Mapping, Snapshot, Stack};
 use sampler_core::snapshot::{
     encode_framed_stream, encode_framed_to_vec, encode_stream, encode_to_vec, encoded_len,
-    encoded_len_framed, max_encoded_len, max_framed_len, Bucket, EncodeError, FnSink,
-    MappingRef, Shape, Slice,
+    encoded_len_framed, max_encoded_len, max_framed_len, Bucket, EncodeError, FnSink, MappingRef,
+    Shape, Slice,
 };
 use sampler_core::{Counters, Cycle, Profiler};
 
