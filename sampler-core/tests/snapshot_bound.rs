@@ -4,8 +4,9 @@
 
 use sampler_core::decoded::{Mapping, Snapshot, Stack};
 use sampler_core::snapshot::{
-    encoded_len, encoded_len_framed, max_encoded_len, max_framed_len, Bucket, EncodeError,
-    MappingRef, Shape,
+    encode_framed_stream, encode_framed_to_vec, encode_stream, encode_to_vec, encoded_len,
+    encoded_len_framed, max_encoded_len, max_framed_len, Bucket, EncodeError, FnSink, MappingRef,
+    Shape, Slice,
 };
 use sampler_core::{Counters, Cycle, Profiler};
 
@@ -98,8 +99,8 @@ fn a_full_sink_says_how_many_bytes_were_needed_framed_or_not() {
 }
 
 /// A sink whose write fails (a UART error) ends the snapshot with `SinkFailed`, not with
-/// a "full" that would send the user off to enlarge a buffer: postcard's serializer
-/// reports every sink error as a full buffer, so the writer keeps the sink's own.
+/// a "full" that would send the user off to enlarge a buffer: the writer keeps the
+/// sink's own error.
 #[test]
 fn a_failing_sink_is_reported_as_failed_not_full() {
     let prof = worst();
@@ -124,6 +125,47 @@ fn a_failing_sink_is_reported_as_failed_not_full() {
             "framed"
         );
     }
+}
+
+/// The streaming encoders (the C library's) write the very bytes `encode` and
+/// `encode_framed` write, and, having no counting pass, report a full slice as a failed
+/// sink.
+#[test]
+fn streaming_encoders_write_the_same_bytes_and_a_full_slice_fails() {
+    let prof = worst();
+    prof.with_view(&[], |v| {
+        let mut plain = Vec::new();
+        encode_stream(
+            v,
+            FnSink::new(|b: &[u8]| {
+                plain.extend_from_slice(b);
+                Ok(())
+            }),
+        )
+        .unwrap();
+        assert_eq!(plain, encode_to_vec(v).unwrap());
+        let mut framed = Vec::new();
+        encode_framed_stream(
+            v,
+            FnSink::new(|b: &[u8]| {
+                framed.extend_from_slice(b);
+                Ok(())
+            }),
+        )
+        .unwrap();
+        assert_eq!(framed, encode_framed_to_vec(v).unwrap());
+        let mut small = vec![0u8; plain.len() - 1];
+        assert_eq!(
+            encode_stream(v, Slice::new(&mut small)).map(|s| s.len()),
+            Err(EncodeError::SinkFailed)
+        );
+        let mut exact = vec![0u8; plain.len()];
+        assert_eq!(
+            encode_stream(v, Slice::new(&mut exact)).map(|s| s.len()),
+            Ok(plain.len())
+        );
+    })
+    .unwrap();
 }
 
 /// The bound is reached, not just respected: a source with every field at its widest

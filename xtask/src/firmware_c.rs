@@ -19,11 +19,8 @@ pub const APT: &[(&str, &str)] = &[
 /// Name of the ELF next to the snapshots in [`out_dir`].
 pub const ELF_NAME: &str = "firmware-c.elf";
 
-/// The issue's flash target for the library (as for the Rust profiler) ...
+/// The library's flash budget (as for the Rust profiler): the test command fails above.
 const FLASH_TARGET: u64 = 8 * 1024;
-/// ... and the regression guard the test command enforces today: the C library is over
-/// the target (see docs/integrating.md, "From C"), this keeps it from growing unseen.
-const FLASH_GUARD: u64 = 20 * 1024;
 
 /// What the library's panic handler calls under `panic-link-check`: never defined.
 const PANIC_SYMBOL: &str = "heapsnap_c_found_a_reachable_panic";
@@ -100,11 +97,17 @@ fn library(cpu: &Cpu, inject: bool) -> Res<PathBuf> {
     tools::run(
         cargo()
             .env_remove("RUSTFLAGS")
+            // `rustc --crate-type staticlib`, not `build`: the package is also an rlib
+            // (for its Rust tests), and cargo runs no LTO for a crate that is an rlib
+            // too; the archive would hold every crate's object unoptimized across
+            // crates (18.4 KiB of flash instead of 10 at opt-level 2).
             .args([
-                "build",
+                "rustc",
                 "--quiet",
                 "-p",
                 "sampler-c",
+                "--crate-type",
+                "staticlib",
                 "--target",
                 cpu.target,
             ])
@@ -124,7 +127,29 @@ fn library(cpu: &Cpu, inject: bool) -> Res<PathBuf> {
             lib.display()
         ));
     }
+    leave_mem_to_libc(&lib)?;
     Ok(lib)
+}
+
+/// `memcpy` and co.: Rust puts its own (weak) copies in every bare-metal staticlib, and
+/// a firmware linking the library before its C library takes them over newlib's: the
+/// firmware then carries both families (0.6 KB more in the demo). Localized, they are
+/// never linked, and the library's calls go to the C library's, which a C firmware
+/// has. The guide's build step runs the same command (docs/integrating.md, "From C").
+const LOCALIZE: &[&str] = &[
+    "--wildcard",
+    "--localize-symbol=mem*",
+    "--localize-symbol=__aeabi_mem*",
+    "--localize-symbol=bcmp",
+    "--localize-symbol=strlen",
+];
+
+fn leave_mem_to_libc(lib: &Path) -> Res {
+    tools::run(
+        Command::new("arm-none-eabi-objcopy")
+            .args(LOCALIZE)
+            .arg(lib),
+    )
 }
 
 /// Compile and link the firmware for `cpu` into `elf`: with the library and the wraps,
@@ -263,17 +288,15 @@ pub fn sizes() -> Res {
         "    profiler static: {profiler} B = HEAPSNAP_TABLE_BYTES {formula} B + {} B of state",
         profiler.saturating_sub(formula)
     );
-    println!(
-        "sampler-c on thumbv7em: {flash} B of flash (issue target {FLASH_TARGET}, guard {FLASH_GUARD}), {ram} B of RAM"
-    );
+    println!("sampler-c on thumbv7em: {flash} B of flash (target {FLASH_TARGET}), {ram} B of RAM");
     if profiler < formula || profiler > formula + 256 {
         return Err(format!(
             "the C profiler static is {profiler} B, the header's formula says {formula} B + at most 256 B"
         ));
     }
-    if flash > FLASH_GUARD {
+    if flash > FLASH_TARGET {
         return Err(format!(
-            "the C library costs {flash} B of flash, over the {FLASH_GUARD} B guard"
+            "the C library costs {flash} B of flash, over the {FLASH_TARGET} B target"
         ));
     }
     Ok(())

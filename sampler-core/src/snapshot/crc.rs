@@ -35,9 +35,6 @@ pub fn crc32(bytes: &[u8]) -> u32 {
 pub(crate) struct CrcFlavor<F> {
     sink: F,
     digest: ::crc::Digest<'static, u32, Impl>,
-    /// The sink's own error: postcard's `Serializer` reports any flavor error as
-    /// `SerializeBufferFull`, which would make a failed write look like a full buffer.
-    pub(crate) failed: Option<postcard::Error>,
 }
 
 impl<F: postcard::ser_flavors::Flavor> CrcFlavor<F> {
@@ -45,7 +42,6 @@ impl<F: postcard::ser_flavors::Flavor> CrcFlavor<F> {
         Self {
             sink,
             digest: CRC32.digest(),
-            failed: None,
         }
     }
 }
@@ -56,21 +52,13 @@ impl<F: postcard::ser_flavors::Flavor> postcard::ser_flavors::Flavor for CrcFlav
     #[inline]
     fn try_push(&mut self, byte: u8) -> postcard::Result<()> {
         self.digest.update(&[byte]);
-        let r = self.sink.try_push(byte);
-        if let Err(e) = &r {
-            self.failed = Some(e.clone());
-        }
-        r
+        self.sink.try_push(byte)
     }
 
     #[inline]
     fn try_extend(&mut self, bytes: &[u8]) -> postcard::Result<()> {
         self.digest.update(bytes);
-        let r = self.sink.try_extend(bytes);
-        if let Err(e) = &r {
-            self.failed = Some(e.clone());
-        }
-        r
+        self.sink.try_extend(bytes)
     }
 
     fn finalize(mut self) -> postcard::Result<F::Output> {

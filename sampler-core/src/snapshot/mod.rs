@@ -26,8 +26,8 @@ pub use self::crc::crc32;
 pub use self::reader::{decode, decode_frames, decode_prefix, Capture, DecodeError, Frame};
 pub use self::sink::FnSink;
 pub use self::writer::{
-    encode, encode_framed, encode_framed_to_slice, encode_to_slice, encoded_len,
-    encoded_len_framed, EncodeError,
+    encode, encode_framed, encode_framed_stream, encode_framed_to_slice, encode_stream,
+    encode_to_slice, encoded_len, encoded_len_framed, EncodeError,
 };
 #[cfg(feature = "decode")]
 pub use self::writer::{encode_framed_to_vec, encode_to_vec};

@@ -3,7 +3,6 @@
 use core::fmt;
 
 use postcard::ser_flavors::{Flavor, Slice};
-use serde::Serializer as _;
 
 use super::crc::CrcFlavor;
 use super::{CobsFlavor, SnapshotSource, MAGIC, VERSION, VERSION_OBJECTS};
@@ -124,6 +123,36 @@ where
     finish(write(src, sink), || write(src, Count::default()))
 }
 
+/// [`encode`] for a sink that streams (a [`FnSink`](super::FnSink) over a UART or a C
+/// callback) and so fails rather than fills up: any sink error is
+/// [`EncodeError::SinkFailed`], and no second, counting pass is compiled in (1.8 KB of
+/// thumbv7em code: the C library's write paths use this and count themselves when a
+/// caller's buffer is too small).
+pub fn encode_stream<S, F>(src: &S, sink: F) -> Result<F::Output, EncodeError>
+where
+    S: SnapshotSource + ?Sized,
+    F: Flavor,
+{
+    finish_stream(write(src, sink))
+}
+
+/// [`encode_framed`] as [`encode_stream`] does it: no counting pass.
+pub fn encode_framed_stream<S, F>(src: &S, sink: F) -> Result<F::Output, EncodeError>
+where
+    S: SnapshotSource + ?Sized,
+    F: Flavor,
+{
+    finish_stream(write(src, CobsFlavor::new(sink)))
+}
+
+fn finish_stream<O>(r: Result<O, Failed>) -> Result<O, EncodeError> {
+    match r {
+        Ok(o) => Ok(o),
+        Err(Failed::Source(e)) => Err(e),
+        Err(Failed::Sink(_)) => Err(EncodeError::SinkFailed),
+    }
+}
+
 /// Bytes [`encode`] writes for `src` now (nothing is written): to size a buffer, or to
 /// check one against [`max_encoded_len`](super::max_encoded_len).
 pub fn encoded_len<S: SnapshotSource + ?Sized>(src: &S) -> Result<usize, EncodeError> {
@@ -141,16 +170,12 @@ where
     S: SnapshotSource + ?Sized,
     F: Flavor,
 {
-    let mut w = postcard::Serializer {
+    let mut w = Out {
         output: CrcFlavor::new(sink),
     };
-    match sections(src, &mut w) {
-        // Appends the CRC (4 bytes, little-endian) and finalizes the sink.
-        Ok(()) => Ok(w.output.finalize()?),
-        // The sink's own error, not the serializer's "buffer full" for every error.
-        Err(Failed::Sink(e)) => Err(Failed::Sink(w.output.failed.unwrap_or(e))),
-        Err(e) => Err(e),
-    }
+    sections(src, &mut w)?;
+    // Appends the CRC (4 bytes, little-endian) and finalizes the sink.
+    Ok(w.output.finalize()?)
 }
 
 /// Everything but the CRC, into `out`.
@@ -231,8 +256,53 @@ where
     Ok(())
 }
 
-/// The serializer every section writes into (the CRC computed on the way).
-type Out<F> = postcard::Serializer<CrcFlavor<F>>;
+/// What every section writes into: the sink behind the CRC, and postcard's varints
+/// (LEB128; zigzag for signed values), the only postcard encodings the format uses.
+///
+/// Written here rather than through postcard's `Serializer`: its varint is inlined at
+/// every field (with a slice bound LLVM keeps as a panic path at opt-level "z"), which
+/// made the encoder 2.8 KB of thumbv7em code in the C library; one out-of-line varint
+/// is a call per field. The bytes are the same (pinned by `tests/snapshot_golden.rs`).
+struct Out<F> {
+    output: CrcFlavor<F>,
+}
+
+impl<F: Flavor> Out<F> {
+    /// An unsigned varint: 7 bits a byte, low first, the top bit set on all but the last.
+    #[inline(never)]
+    fn serialize_u64(&mut self, mut v: u64) -> Result<(), Failed> {
+        let mut buf = [0u8; 10];
+        let mut n = 0;
+        for b in buf.iter_mut() {
+            n += 1;
+            if v < 0x80 {
+                *b = v as u8;
+                break;
+            }
+            *b = (v as u8) | 0x80;
+            v >>= 7;
+        }
+        // A u64 takes at most 10 bytes: `n` is never past the end.
+        self.output.try_extend(buf.get(..n).unwrap_or(&buf))?;
+        Ok(())
+    }
+
+    fn serialize_u32(&mut self, v: u32) -> Result<(), Failed> {
+        self.serialize_u64(u64::from(v))
+    }
+
+    /// Zigzag: small magnitudes of either sign take few bytes.
+    fn serialize_i64(&mut self, v: i64) -> Result<(), Failed> {
+        self.serialize_u64(((v << 1) ^ (v >> 63)) as u64)
+    }
+
+    /// Length-prefixed bytes.
+    fn serialize_bytes(&mut self, bytes: &[u8]) -> Result<(), Failed> {
+        self.serialize_u64(bytes.len() as u64)?;
+        self.output.try_extend(bytes)?;
+        Ok(())
+    }
+}
 
 /// One counted section: `items.len()`, then each item through `each` (given its index).
 /// The count is on the wire before the items, so a source that yields another number
