@@ -108,6 +108,8 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: Callback<Acti
 const ELF_ALONE: &str = "an ELF alone shows nothing: open it with the snapshot it symbolizes";
 
 /// What one file turned out to be.
+// One per file, moved straight on: boxing the profile would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 enum Read {
     /// A profile (pprof, or another format through the importer).
     Profile(Profile),
