@@ -14,7 +14,7 @@ mod validate;
 
 pub use builder::{Builder, MappingFlags};
 #[cfg(feature = "gzip")]
-pub use codec::encode;
+pub use codec::{encode, encode_to};
 pub(crate) use codec::lossy_strings;
 pub(crate) use codec::scanned_as;
 pub use codec::{
@@ -22,7 +22,7 @@ pub use codec::{
 };
 pub use error::{Invalid, ProfileError};
 pub(crate) use ids::{IdIndex, IdProblem};
-pub use merge::{diff, merge, DIFF_BASE_LABEL};
+pub use merge::{diff, merge, Merger, DIFF_BASE_LABEL};
 pub use proto::*;
 pub(crate) use scan::Scan;
 
