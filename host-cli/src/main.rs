@@ -262,7 +262,8 @@ fn run(cli: Cli) -> Result<()> {
             let mut m = profile::Merger::new();
             let mut warnings = Vec::new();
             for (path, role) in [(&new, "new"), (&base, "base")] {
-                let p = read_profile(path, &sym, limits).with_context(|| format!("{role} {path}"))?;
+                let p =
+                    read_profile(path, &sym, limits).with_context(|| format!("{role} {path}"))?;
                 warnings.push((path, owned(p.warnings())));
                 let r = if role == "base" {
                     m.add_base(role, p)

@@ -343,7 +343,7 @@ fn diff_of_two_large_profiles_stays_within_a_multiple_of_their_size() {
     std::fs::create_dir_all(&d).unwrap();
     let out = d.join("diff.pb.gz");
     succeeds(&heapsnap_within(
-        8 * inputs >> 20,
+        (8 * inputs) >> 20,
         &["diff", "-o", path(&out), path(&b), path(&n)],
     ));
     let p = heapsnap_profile::profile::decode(&std::fs::read(&out).unwrap()).unwrap();
@@ -353,10 +353,14 @@ fn diff_of_two_large_profiles_stays_within_a_multiple_of_their_size() {
         .filter(|s| s.label.iter().any(|l| p.str(l.key) == "pprof::base"))
         .count();
     assert!(base_samples > 100_000, "{base_samples}");
-    assert!(p.sample.len() - base_samples > 100_000, "{}", p.sample.len());
+    assert!(
+        p.sample.len() - base_samples > 100_000,
+        "{}",
+        p.sample.len()
+    );
     // The table instead (the analysis on top of the difference: 439 MB, 829 MB before).
     let top = succeeds(&heapsnap_within(
-        12 * inputs >> 20,
+        (12 * inputs) >> 20,
         &["diff", "-n", "3", path(&b), path(&n)],
     ));
     assert!(top.contains("Showing nodes accounting for"), "{top}");

@@ -154,7 +154,15 @@ pub fn big_profile(samples: usize, stacks: usize, seed: u64) -> Vec<u8> {
     let mut strings: Vec<String> = ["", "alloc_objects", "count", "alloc_space", "bytes"]
         .map(String::from)
         .to_vec();
-    strings.extend(["inuse_objects", "inuse_space", "space", "/usr/bin/bench-app"].map(String::from));
+    strings.extend(
+        [
+            "inuse_objects",
+            "inuse_space",
+            "space",
+            "/usr/bin/bench-app",
+        ]
+        .map(String::from),
+    );
     let mix = |a: u64, b: u64| (a ^ (b + 0x9e37_79b9)).wrapping_mul(0x85eb_ca6b) >> 7;
     // The tables depend on the layout only, so two seeds make profiles of one program.
     let function = (1..=FUNCTIONS)

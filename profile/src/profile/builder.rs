@@ -62,7 +62,8 @@ fn sample_key(out: &mut Vec<u64>, location_id: &[u64], label: &[Label]) {
     // Unstable: the key is the whole label, so equal keys are equal labels. (Through
     // the analysis' one shared sort: less code in the wasm viewer.)
     let key = |l: &Label| (l.key, l.str, l.num, l.num_unit);
-    let order = crate::order::sorted_order(label.len(), &|a, b| key(&label[a]).cmp(&key(&label[b])));
+    let order =
+        crate::order::sorted_order(label.len(), &|a, b| key(&label[a]).cmp(&key(&label[b])));
     out.clear();
     out.push(Kind::Sample as u64);
     out.push(location_id.len() as u64);

@@ -56,7 +56,10 @@ type Kinds = (Vec<(String, String)>, Option<(String, String)>);
 
 fn kinds(p: &Profile) -> Kinds {
     let own = |(t, u): (&str, &str)| (t.to_owned(), u.to_owned());
-    let period = p.period_type.as_ref().map(|t| own((p.str(t.r#type), p.str(t.unit))));
+    let period = p
+        .period_type
+        .as_ref()
+        .map(|t| own((p.str(t.r#type), p.str(t.unit))));
     (p.sample_types().into_iter().map(own).collect(), period)
 }
 
