@@ -288,8 +288,16 @@ impl Builder {
         let mut at = self.samples.get(&hash).copied().unwrap_or(NO_SAMPLE);
         while at != NO_SAMPLE {
             let s = &self.p.sample[at as usize];
-            sample_key(&mut self.other, &s.location_id, &s.label);
-            if self.other == self.key {
+            // The same key: the same stack, and the same labels as a set (the keys
+            // compared only when there are two labels or more to order).
+            let same = s.location_id == location_id
+                && s.label.len() == label.len()
+                && (s.label == label
+                    || label.len() > 1 && {
+                        sample_key(&mut self.other, &s.location_id, &s.label);
+                        self.other == self.key
+                    });
+            if same {
                 break;
             }
             at = self.next_sample[at as usize];
@@ -344,5 +352,43 @@ impl Builder {
     /// The finished profile (valid by construction).
     pub fn finish(self) -> Profile {
         self.p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn label(b: &mut Builder, k: &str, v: &str) -> Label {
+        Label {
+            key: b.string(k),
+            str: b.string(v),
+            num: 0,
+            num_unit: 0,
+        }
+    }
+
+    /// Samples merge by stack and label set, found through the hash chain without a
+    /// stored key: labels in another order merge; another label, a longer stack or a
+    /// stack that is a prefix do not; a sum past 64 bits stays a sample of its own and
+    /// the next one adds to the first.
+    #[test]
+    fn samples_merge_by_stack_and_label_set() {
+        let mut b = Builder::new();
+        let (x, y, z) = (
+            label(&mut b, "a", "1"),
+            label(&mut b, "b", "2"),
+            label(&mut b, "a", "3"),
+        );
+        b.sample(vec![1, 2], vec![1], vec![x, y]);
+        b.sample(vec![1, 2], vec![2], vec![y, x]);
+        b.sample(vec![1, 2], vec![4], vec![x, z]);
+        b.sample(vec![1, 2, 3], vec![8], vec![x, y]);
+        b.sample(vec![1], vec![16], vec![x, y]);
+        b.sample(vec![1], vec![32], vec![x, y]);
+        b.sample(vec![1, 2], vec![i64::MAX], vec![x, y]);
+        b.sample(vec![1, 2], vec![64], vec![y, x]);
+        let values: Vec<i64> = b.finish().sample.iter().map(|s| s.value[0]).collect();
+        assert_eq!(values, [67, 4, 8, 48, i64::MAX]);
     }
 }
