@@ -175,11 +175,22 @@ fn is_stdin(_: &Path) -> bool {
     false
 }
 
-/// Writes `bytes` to `out` through a temporary file in the same directory, renamed
-/// into place once complete: an interrupted or failed run leaves the old file (or
-/// none), never half a new one. A symlink at `out` is written through, as a plain
+/// Writes what `write` writes to `out` through a temporary file in the same directory,
+/// renamed into place once complete: an interrupted or failed run leaves the old file
+/// (or none), never half a new one. A symlink at `out` is written through, as a plain
 /// write would.
-pub fn write_atomic(out: &Path, bytes: &[u8]) -> std::io::Result<()> {
+///
+/// A run killed mid-write (SIGKILL, power loss) leaves no temporary behind either: on
+/// Linux the temporary has no name while it is written (`O_TMPFILE`), and gets one only
+/// for the moment between linking it and renaming it over `out`. Where that is not
+/// available (another OS, a filesystem without `O_TMPFILE`) it is a named
+/// `.heapsnap-PID-XXXXXX.tmp`, and every run removes such files of its output
+/// directory that are over a minute old and whose writer is no longer running (see
+/// [`remove_stale_temporaries`]).
+pub fn write_atomic(
+    out: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let target: PathBuf = match std::fs::symlink_metadata(out) {
         Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(out)?,
         _ => out.to_path_buf(),
@@ -188,21 +199,189 @@ pub fn write_atomic(out: &Path, bytes: &[u8]) -> std::io::Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
+    // A missing directory said as the system says it.
+    std::fs::metadata(dir)?;
+    remove_stale_temporaries(dir);
+    #[cfg(target_os = "linux")]
+    if std::env::var_os(NAMED_TEMPORARY_VAR).is_none() {
+        if let Some(f) = unnamed::create(dir).map_err(without_temp_path)? {
+            return unnamed::write_and_link(f, dir, &target, write);
+        }
+    }
     let mut b = tempfile::Builder::new();
-    b.prefix(".heapsnap-").suffix(".tmp");
+    let prefix = format!("{TEMP_PREFIX}{}-", std::process::id());
+    b.prefix(&prefix).suffix(TEMP_SUFFIX);
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         // What a plain create gets (0666 less the umask), not the temporary's 0600.
         b.permissions(std::fs::Permissions::from_mode(0o666));
     }
-    // A missing directory said as the system says it.
-    std::fs::metadata(dir)?;
-    let mut tmp = b.tempfile_in(dir).map_err(without_temp_path)?;
-    tmp.write_all(bytes)?;
+    let tmp = b.tempfile_in(dir).map_err(without_temp_path)?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, tmp);
+    write(&mut w)?;
+    let tmp = w.into_inner().map_err(|e| e.into_error())?;
     tmp.as_file().sync_all()?;
     tmp.persist(&target).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Set (to anything), the named temporary is used on Linux too: for a filesystem whose
+/// `O_TMPFILE` misbehaves, and for the tests of the named path.
+pub const NAMED_TEMPORARY_VAR: &str = "HEAPSNAP_NAMED_TEMPORARY";
+
+/// The temporaries' names: `.heapsnap-PID-XXXXXX.tmp`, PID the writer's.
+const TEMP_PREFIX: &str = ".heapsnap-";
+const TEMP_SUFFIX: &str = ".tmp";
+
+/// How old a temporary must be before another run may take it for a dead writer's.
+pub const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Removes the temporaries a killed run left in `dir`: files named as
+/// [`write_atomic`] names them, last modified over [`STALE_AFTER`] ago, whose writer's
+/// process id is not running on this machine. Both, so neither a run still writing
+/// (alive) nor one on another machine sharing the directory (recent: a live writer
+/// keeps its file's time fresh) loses its file. Best effort: what cannot be read or
+/// removed is left.
+pub fn remove_stale_temporaries(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(temporary_pid) else {
+            continue;
+        };
+        let old = e
+            .metadata()
+            .ok()
+            .filter(|m| m.file_type().is_file())
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > STALE_AFTER);
+        if old && !is_running(pid) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// The writer's pid in a temporary's name (`.heapsnap-PID-XXXXXX.tmp`).
+fn temporary_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(TEMP_PREFIX)?.strip_suffix(TEMP_SUFFIX)?;
+    let (pid, random) = rest.split_once('-')?;
+    if random.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Is a process `pid` running here? (Signal 0 checks without sending; EPERM: it runs
+/// as another user.) Without a way to ask, assumed running: the file is kept.
+fn is_running(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: kill with signal 0 sends nothing; it only checks the pid.
+        let r = unsafe { libc::kill(pid, 0) };
+        r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
+}
+
+/// The temporary without a name (Linux `O_TMPFILE`).
+#[cfg(target_os = "linux")]
+mod unnamed {
+    use super::{TEMP_PREFIX, TEMP_SUFFIX};
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    use std::path::Path;
+
+    /// An unnamed file in `dir`, or `None` where that is not possible (an older kernel,
+    /// a filesystem without `O_TMPFILE`, no `/proc` to link it through later): the
+    /// caller then uses a named one.
+    pub fn create(dir: &Path) -> std::io::Result<Option<std::fs::File>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        if !Path::new("/proc/self/fd").is_dir() {
+            return Ok(None);
+        }
+        let r = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_TMPFILE)
+            // What a plain create gets: 0666 less the umask.
+            .mode(0o666)
+            .open(dir);
+        match r {
+            Ok(f) => Ok(Some(f)),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL | libc::ENOSYS)
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes, syncs, links the file under a temporary name (`linkat` through
+    /// `/proc/self/fd`: an unnamed file cannot replace a name directly) and renames that
+    /// over `target`.
+    pub fn write_and_link(
+        f: std::fs::File,
+        dir: &Path,
+        target: &Path,
+        write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, f);
+        write(&mut w)?;
+        let f = w.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
+        let from = std::ffi::CString::new(format!("/proc/self/fd/{}", f.as_raw_fd()))
+            .expect("no NUL in a number");
+        let pid = std::process::id();
+        for attempt in 0..100u32 {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            let name = dir.join(format!(
+                "{TEMP_PREFIX}{pid}-{:08x}{attempt:02}{TEMP_SUFFIX}",
+                nanos
+            ));
+            let to = std::ffi::CString::new(name.as_os_str().as_encoded_bytes())
+                .map_err(std::io::Error::other)?;
+            // SAFETY: two NUL-terminated paths that outlive the call.
+            let r = unsafe {
+                libc::linkat(
+                    libc::AT_FDCWD,
+                    from.as_ptr(),
+                    libc::AT_FDCWD,
+                    to.as_ptr(),
+                    libc::AT_SYMLINK_FOLLOW,
+                )
+            };
+            if r != 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    continue;
+                }
+                return Err(super::without_temp_path(e));
+            }
+            return std::fs::rename(&name, target).inspect_err(|_| {
+                let _ = std::fs::remove_file(&name);
+            });
+        }
+        Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "cannot create a file there: no free temporary name",
+        ))
+    }
 }
 
 /// tempfile's error names the temporary's random path, where the user named the output

@@ -243,16 +243,20 @@ fn run(cli: Cli) -> Result<()> {
                     (p, None)
                 }
             };
-            let bytes = match (format, &snap) {
-                (Format::Text, Some(snap)) => export::legacy_text(snap, Some(&p)).into_bytes(),
+            let text = match (format, &snap) {
+                (Format::Text, Some(snap)) => Some(export::legacy_text(snap, Some(&p))),
                 (Format::Folded, _) => {
                     let i = p.sample_index(&sample_index).map_err(anyhow::Error::msg)?;
-                    export::folded(&p, i).into_bytes()
+                    Some(export::folded(&p, i))
                 }
-                _ => profile::encode(&p),
+                _ => None,
             };
             print_warnings(&snapshot, &p);
-            write_out(output.as_deref(), &bytes, matches!(format, Format::Pprof))
+            match text {
+                // Streamed (see `write_profile`).
+                None => write_profile(output.as_deref(), &p),
+                Some(t) => write_out(output.as_deref(), t.as_bytes(), false),
+            }
         }
         Cmd::Top {
             file,
@@ -275,17 +279,32 @@ fn run(cli: Cli) -> Result<()> {
             nodecount,
         } => {
             check_output(output.as_deref(), &[&base, &new], &sym)?;
-            let b = read_profile(&base, &sym, limits).with_context(|| format!("base {base}"))?;
-            let n = read_profile(&new, &sym, limits).with_context(|| format!("new {new}"))?;
-            let d = profile::diff(&b, &n)
-                .with_context(|| format!("cannot compare base {base} with new {new}"))?;
+            // One input at a time: NEW is folded into the difference and dropped before
+            // BASE is read (pprof's order: NEW's samples first), so the peak is one
+            // decoded input and the difference, not both inputs and the difference.
+            let mut m = profile::Merger::new();
+            let mut warnings = Vec::new();
+            for (path, role) in [(&new, "new"), (&base, "base")] {
+                let p =
+                    read_profile(path, &sym, limits).with_context(|| format!("{role} {path}"))?;
+                warnings.push((path, owned(p.warnings())));
+                let r = if role == "base" {
+                    m.add_base(role, p)
+                } else {
+                    m.add(role, p)
+                };
+                r.with_context(|| format!("cannot compare base {base} with new {new}"))?;
+            }
+            let d = m.finish()?;
             match output {
-                Some(o) => write_out(Some(&o), &profile::encode(&d), true)?,
+                Some(o) => write_profile(Some(&o), &d)?,
                 None => print_top(&d, sample_index.as_deref(), nodecount, true)
                     .with_context(|| format!("the difference of base {base} and new {new}"))?,
             }
-            print_warnings(&base, &b);
-            print_warnings(&new, &n);
+            // Base first, as before.
+            for (path, w) in warnings.iter().rev() {
+                print_warning_list(path, w);
+            }
             Ok(())
         }
         Cmd::Leaks { args } => {
@@ -314,7 +333,7 @@ fn run(cli: Cli) -> Result<()> {
                     leaks, stacks, notes,
                 ))
             })?;
-            write_out(output.as_deref(), &profile::encode(&p), true)
+            write_profile(output.as_deref(), &p)
         }
         Cmd::Inspect { snapshot } => {
             let (snap, _) = read_snapshot(&snapshot, limits)?;
@@ -594,6 +613,7 @@ fn read_capped(path: &Path, what: &str, cap: u64, name: &str, magic: &[u8]) -> R
         "input" => format!("cannot read {}", path.display()),
         _ => format!("cannot read {what} {}", path.display()),
     };
+    let mut size = None;
     let mut reader: Box<dyn Read> = if path == Path::new("-") {
         Box::new(std::io::stdin().lock())
     } else {
@@ -602,9 +622,15 @@ fn read_capped(path: &Path, what: &str, cap: u64, name: &str, magic: &[u8]) -> R
         if meta.is_file() && meta.len() > cap {
             return Err(too_big(meta.len().to_string()));
         }
+        size = meta.is_file().then_some(meta.len());
         Box::new(f)
     };
     let mut v: Vec<u8> = Vec::new();
+    if let Some(n) = size.filter(|_| magic.is_empty()) {
+        // A regular file's size is known: read into exactly that (and one byte to see
+        // it grew), not into the doubling that took up to twice the file.
+        v.reserve_exact(n as usize + 1);
+    }
     let mut buf = vec![0u8; 1 << 16];
     loop {
         let n = match reader.read(&mut buf) {
@@ -667,9 +693,18 @@ fn read_snapshot(path: &str, limits: &Limits) -> Result<(Snapshot, u64)> {
 /// `import::warnings`) on stderr, so `top`, `diff` and `convert` say what `inspect`
 /// says. After the command's output: an error stays the one line it is.
 fn print_warnings(path: &str, p: &Profile) {
-    for w in p.warnings() {
-        warn(&format!("{path}: warning: {w}"));
+    print_warning_list(path, &p.warnings());
+}
+
+/// [`print_warnings`] of warnings kept after the profile was dropped.
+fn print_warning_list(path: &str, warnings: &[impl AsRef<str>]) {
+    for w in warnings {
+        warn(&format!("{path}: warning: {}", w.as_ref()));
     }
+}
+
+fn owned(v: Vec<&str>) -> Vec<String> {
+    v.into_iter().map(str::to_owned).collect()
 }
 
 /// A line on stderr, its text (names from files) escaped for the terminal.
@@ -765,22 +800,37 @@ fn symbolized(snap: &Snapshot, input_len: u64, sym: &SymArgs, limits: &Limits) -
 /// stdout. Binary data is not sent to a terminal; text is, with its control characters
 /// (from names in the input) escaped.
 fn write_out(path: Option<&Path>, bytes: &[u8], binary: bool) -> Result<()> {
+    if !binary && path.is_none_or(|p| p == Path::new("-")) && std::io::stdout().is_terminal() {
+        let shown = report::printable_lines(&String::from_utf8_lossy(bytes)).into_owned();
+        return write_with(None, false, |w| w.write_all(shown.as_bytes()));
+    }
+    write_with(path, binary, |w| w.write_all(bytes))
+}
+
+/// A profile, gzipped, to `-o FILE` or stdout (see [`write_out`]), streamed: the
+/// encoding is never whole in memory (see [`profile::encode_to`]).
+fn write_profile(path: Option<&Path>, p: &Profile) -> Result<()> {
+    write_with(path, true, |w| profile::encode_to(p, w))
+}
+
+/// What `write` writes, to `-o FILE` (through [`files::write_atomic`]) or stdout (not
+/// a terminal when `binary`); a closed pipe (`| head`) is no error.
+fn write_with(
+    path: Option<&Path>,
+    binary: bool,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
     match path {
         Some(p) if p != Path::new("-") => {
-            files::write_atomic(p, bytes).with_context(|| format!("cannot write {}", p.display()))
+            files::write_atomic(p, write).with_context(|| format!("cannot write {}", p.display()))
         }
         _ => {
             let mut out = std::io::stdout().lock();
-            let shown;
-            let bytes = match (binary, out.is_terminal()) {
-                (true, true) => bail!("refusing to write a binary pprof profile to the terminal; use -o FILE or a pipe"),
-                (false, true) => {
-                    shown = report::printable_lines(&String::from_utf8_lossy(bytes)).into_owned();
-                    shown.as_bytes()
-                }
-                _ => bytes,
-            };
-            match out.write_all(bytes).and_then(|_| out.flush()) {
+            if binary && out.is_terminal() {
+                bail!("refusing to write a binary pprof profile to the terminal; use -o FILE or a pipe");
+            }
+            let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut out);
+            match write(&mut w).and_then(|_| w.flush()) {
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
                 r => r.context("writing to stdout"),
             }

@@ -237,6 +237,36 @@ fn dev_zero_as_input_or_elf_is_refused() {
         &heapsnap(&["top", path(&f), "--elf", "/dev/zero"]),
         &["/dev/zero: not a readable ELF file: Unknown file magic"],
     );
+    // Standard input that never ends: read up to the limit only.
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v {MEMORY_KIB} && exec \"$0\" top --limit input-size=4M - < /dev/zero"
+        ))
+        .arg(env!("CARGO_BIN_EXE_heapsnap"))
+        .output()
+        .unwrap();
+    fails_with(
+        &out,
+        &["input - is more than 4194304 bytes, over the limit input-size=4194304"],
+    );
+    // An `--elf` with the ELF magic but over elf-size (sparse: 2 GiB): refused by its
+    // size before it is read.
+    let elf = write("huge.elf", b"\x7fELF");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&elf)
+        .unwrap()
+        .set_len(2 << 30)
+        .unwrap();
+    fails_with(
+        &heapsnap(&["top", path(&f), "--elf", path(&elf)]),
+        &[
+            "is 2147483648 bytes, over the limit elf-size=1073741824",
+            "--limit elf-size=N",
+        ],
+    );
+    std::fs::remove_file(elf).unwrap();
 }
 
 #[test]
@@ -259,4 +289,223 @@ fn malformed_pprof_names_byte_and_field() {
         &heapsnap(&["top", path(&f)]),
         &["at byte 4 (sample[0].location_id): packed field ends inside a varint"],
     );
+}
+
+/// Runs heapsnap with `args` under an address-space limit of `mib` MiB.
+fn heapsnap_within(mib: u64, args: &[&str]) -> Output {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {} && exec \"$0\" \"$@\"", mib << 10))
+        .arg(env!("CARGO_BIN_EXE_heapsnap"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn succeeds(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "status {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// No `.heapsnap-*.tmp` left in `d`.
+fn no_temporaries(d: &Path) {
+    let left: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".heapsnap-"))
+        .collect();
+    assert!(left.is_empty(), "temporaries left: {left:?}");
+}
+
+#[test]
+fn diff_of_two_large_profiles_stays_within_a_multiple_of_their_size() {
+    // Two 26 MB profiles (275k samples each) of one program. `diff -o` held both
+    // decoded inputs, a copy of the base, every merged stack a second time as a map key,
+    // then the encoding whole and gzipped: 1.57 GB for two 52 MB profiles. Now: one
+    // input's bytes and the difference (which holds both inputs' samples: the base's
+    // carry the pprof::base label, so none merge), streamed out. Measured 6× the inputs
+    // (627 MB for 2 × 52 MB; 325 MB here, 815 MB before); the limit is 8× the two
+    // inputs.
+    let (base, new) = (
+        gen::big_profile(275_000, 25_000, 1),
+        gen::big_profile(275_000, 25_000, 2),
+    );
+    let inputs = (base.len() + new.len()) as u64;
+    assert!(inputs > 50 << 20, "{inputs}");
+    let (b, n) = (write("big-base.pb", &base), write("big-new.pb", &new));
+    drop((base, new));
+    let d = dir().join("diff-out");
+    std::fs::create_dir_all(&d).unwrap();
+    let out = d.join("diff.pb.gz");
+    succeeds(&heapsnap_within(
+        (8 * inputs) >> 20,
+        &["diff", "-o", path(&out), path(&b), path(&n)],
+    ));
+    let p = heapsnap_profile::profile::decode(&std::fs::read(&out).unwrap()).unwrap();
+    let base_samples = p
+        .sample
+        .iter()
+        .filter(|s| s.label.iter().any(|l| p.str(l.key) == "pprof::base"))
+        .count();
+    assert!(base_samples > 100_000, "{base_samples}");
+    assert!(
+        p.sample.len() - base_samples > 100_000,
+        "{}",
+        p.sample.len()
+    );
+    // The table instead (the analysis on top of the difference: 439 MB, 829 MB before).
+    let top = succeeds(&heapsnap_within(
+        (12 * inputs) >> 20,
+        &["diff", "-n", "3", path(&b), path(&n)],
+    ));
+    assert!(top.contains("Showing nodes accounting for"), "{top}");
+    no_temporaries(&d);
+    for f in [b, n, out] {
+        std::fs::remove_file(f).unwrap();
+    }
+}
+
+#[test]
+fn convert_of_a_large_snapshot_stays_within_the_limit() {
+    // 100k stacks of 18–46 frames, 8 buckets each: 800k samples from a 17 MB snapshot,
+    // which took 796 MB (the encoding whole, then gzipped; every stack copied as a map
+    // key); now 491 MB (the profile itself: each sample owns its stack's location ids).
+    let snap = gen::big_snapshot(100_000, 8);
+    let f = write("big.snap", &snap);
+    let d = dir().join("convert-out");
+    std::fs::create_dir_all(&d).unwrap();
+    let out = d.join("big.pb.gz");
+    succeeds(&heapsnap_within(
+        640,
+        &["convert", "--no-local", path(&f), "-o", path(&out)],
+    ));
+    let p = heapsnap_profile::profile::decode(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(p.sample.len(), 800_000);
+    no_temporaries(&d);
+    for f in [f, out] {
+        std::fs::remove_file(f).unwrap();
+    }
+}
+
+#[test]
+fn top_of_the_deepest_stacks_allowed_stays_within_the_limit() {
+    // Stacks at the depth limit (65,536 frames), as many as the entry budget allows.
+    let f = write("deepest.snap", &gen::shared_stack_snapshot(65_536, 16));
+    let out = succeeds(&heapsnap(&["top", path(&f)]));
+    assert!(out.contains("Showing nodes accounting for"), "{out}");
+    let f = write("deepest.pb.gz", &gen::deep_pprof_gz(65_536));
+    let out = succeeds(&heapsnap(&["top", path(&f)]));
+    assert!(out.contains("4kB, 100% of 4kB total"), "{out}");
+    assert!(out.contains("recurse"), "{out}");
+}
+
+/// Starts `heapsnap convert` of a snapshot large enough that writing its output takes
+/// seconds, waits until the output's temporary (`tmp` finds it) has bytes in it, and
+/// SIGKILLs the run mid-write.
+fn kill_mid_write(d: &Path, named: bool, tmp: impl Fn(u32) -> Option<PathBuf>) {
+    let name = format!("kill-{}.snap", d.file_name().unwrap().to_string_lossy());
+    let snap = write(&name, &gen::big_snapshot(30_000, 8));
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_heapsnap"));
+    cmd.args(["convert", "--no-local", path(&snap), "-o"])
+        .arg(d.join("out.pb.gz"))
+        .stderr(std::process::Stdio::null());
+    if named {
+        cmd.env("HEAPSNAP_NAMED_TEMPORARY", "1");
+    }
+    let mut child = cmd.spawn().unwrap();
+    let t = std::time::Instant::now();
+    loop {
+        let size = tmp(child.id()).and_then(|p| std::fs::metadata(p).ok().map(|m| m.len()));
+        if size.is_some_and(|n| n > 0) {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before it was seen writing"
+        );
+        assert!(t.elapsed().as_secs() < 300, "no temporary seen");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    child.kill().unwrap(); // SIGKILL
+    let status = child.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(9), "{status:?}");
+    assert!(!d.join("out.pb.gz").exists(), "an output after the kill");
+    std::fs::remove_file(snap).unwrap();
+}
+
+#[test]
+fn a_run_killed_mid_write_leaves_no_temporary() {
+    let d = dir().join("killed");
+    std::fs::create_dir_all(&d).unwrap();
+    // On Linux the temporary has no name while it is written (O_TMPFILE): found through
+    // the writer's open files (`/proc/PID/fd`, shown as `DIR/#INODE (deleted)`).
+    let dir_name = d.to_str().unwrap().to_owned();
+    kill_mid_write(&d, false, |pid| {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .find(|fd| {
+                std::fs::read_link(fd).is_ok_and(|t| {
+                    let t = t.to_string_lossy();
+                    t.starts_with(&format!("{dir_name}/#")) && t.ends_with("(deleted)")
+                })
+            })
+    });
+    no_temporaries(&d);
+}
+
+#[test]
+fn a_named_temporary_of_a_killed_run_is_removed_by_the_next() {
+    let d = dir().join("killed-named");
+    std::fs::create_dir_all(&d).unwrap();
+    // Where O_TMPFILE is not available the temporary has a name, and a SIGKILL leaves it.
+    kill_mid_write(&d, true, |pid| {
+        std::fs::read_dir(&d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                let n = p.file_name().unwrap().to_string_lossy();
+                n.starts_with(&format!(".heapsnap-{pid}-")) && n.ends_with(".tmp")
+            })
+    });
+    let left: Vec<PathBuf> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    let killed = &left[0];
+    // Two more: one as recent (a writer on another machine sharing the directory may
+    // still be at it), one as old whose pid is running (this test).
+    let recent = d.join(".heapsnap-999999999-recent.tmp");
+    std::fs::write(&recent, b"x").unwrap();
+    let alive = d.join(format!(".heapsnap-{}-alive.tmp", std::process::id()));
+    std::fs::write(&alive, b"x").unwrap();
+    let two_minutes_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
+    for p in [killed, &alive] {
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(two_minutes_ago)
+            .unwrap();
+    }
+    // The next run writing into the directory removes the killed run's file only.
+    let f = write("next.snap", &gen::good_snapshot());
+    succeeds(&heapsnap(&[
+        "convert",
+        path(&f),
+        "-o",
+        path(&d.join("next.pb.gz")),
+    ]));
+    assert!(!killed.exists(), "{} left", killed.display());
+    assert!(recent.exists() && alive.exists());
+    assert!(d.join("next.pb.gz").exists());
 }

@@ -131,3 +131,180 @@ fn snapshot(frames: usize, buckets: usize) -> Vec<u8> {
 pub fn good_snapshot() -> Vec<u8> {
     deep_snapshot(3)
 }
+
+/// A large, valid heap profile (raw pprof protobuf), shaped as the viewer benchmark's
+/// (tests/browser/gen_profile.mjs): `samples` samples over `stacks` distinct stacks of
+/// 18 to 46 frames that share prefixes, a `bytes` label each, four sample types.
+/// 550k samples over 50k stacks are 52 MB, the profile that `diff -o` took 1.57 GB
+/// for. `seed` makes another profile of the same program (same tables).
+pub fn big_profile(samples: usize, stacks: usize, seed: u64) -> Vec<u8> {
+    use heapsnap_profile::profile::{
+        Function, Label, Line, Location, Mapping, Profile, Sample, ValueType,
+    };
+    use prost::Message;
+    const FUNCTIONS: u64 = 6_000;
+    const LOCATIONS: u64 = 24_000;
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut rand = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) % n
+    };
+    let mut strings: Vec<String> = ["", "alloc_objects", "count", "alloc_space", "bytes"]
+        .map(String::from)
+        .to_vec();
+    strings.extend(
+        [
+            "inuse_objects",
+            "inuse_space",
+            "space",
+            "/usr/bin/bench-app",
+        ]
+        .map(String::from),
+    );
+    let mix = |a: u64, b: u64| (a ^ (b + 0x9e37_79b9)).wrapping_mul(0x85eb_ca6b) >> 7;
+    // The tables depend on the layout only, so two seeds make profiles of one program.
+    let function = (1..=FUNCTIONS)
+        .map(|f| {
+            strings.push(format!("app/pkg{}.Func{f}", f % 97));
+            strings.push(format!("/src/app/pkg{}/file{}.go", f % 97, f % 13));
+            let name = strings.len() as i64 - 2;
+            Function {
+                id: f,
+                name,
+                system_name: name,
+                filename: name + 1,
+                start_line: 10,
+            }
+        })
+        .collect();
+    let location = (1..=LOCATIONS)
+        .map(|l| {
+            let line = |f: u64, n: i64| Line {
+                function_id: 1 + f % FUNCTIONS,
+                line: n,
+                column: 0,
+            };
+            let mut lines = Vec::new();
+            if l % 7 == 0 {
+                lines.push(line(mix(l, 9), 10 + (l % 300) as i64));
+            }
+            lines.push(line(mix(l, 7), 10 + (l % 500) as i64));
+            Location {
+                id: l,
+                mapping_id: 1,
+                address: 0x40_0000 + l * 16,
+                line: lines,
+                is_folded: false,
+            }
+        })
+        .collect();
+    let mut stack_list = Vec::with_capacity(stacks);
+    let mut seen = std::collections::HashSet::new();
+    while stack_list.len() < stacks {
+        let depth = 18 + rand(29);
+        let mut h = 17;
+        let mut st: Vec<u64> = (0..depth)
+            .map(|d| {
+                let fan = match d {
+                    0..3 => 2,
+                    3..8 => 4,
+                    _ => 12,
+                };
+                h = mix(h, rand(fan) + d * 1000);
+                1 + h % LOCATIONS
+            })
+            .collect();
+        if seen.insert(st.clone()) {
+            st.reverse(); // leaf first
+            stack_list.push(st);
+        }
+    }
+    let sample = (0..samples)
+        .map(|i| {
+            let s = if i < stacks {
+                i
+            } else {
+                let r = rand(1 << 20) as f64 / (1 << 20) as f64;
+                (stacks as f64 * r * r) as usize
+            };
+            let size = [16, 32, 48, 64, 128, 256, 512, 1024, 4096, 65536][rand(10) as usize];
+            let n = 1 + rand(40) as i64;
+            let live = rand(n as u64) as i64;
+            Sample {
+                location_id: stack_list[s].clone(),
+                value: vec![n, n * size, live, live * size],
+                label: vec![Label {
+                    key: 4,
+                    str: 0,
+                    num: size,
+                    num_unit: 0,
+                }],
+            }
+        })
+        .collect();
+    let vt = |t: i64, u: i64| ValueType { r#type: t, unit: u };
+    Profile {
+        sample_type: vec![vt(1, 2), vt(3, 4), vt(5, 2), vt(6, 4)],
+        sample,
+        mapping: vec![Mapping {
+            id: 1,
+            memory_start: 0x40_0000,
+            memory_limit: 0x400_0000,
+            filename: 8,
+            has_functions: true,
+            has_filenames: true,
+            has_line_numbers: true,
+            has_inline_frames: true,
+            ..Default::default()
+        }],
+        location,
+        function,
+        string_table: strings,
+        period_type: Some(vt(7, 4)),
+        period: 524_288,
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+/// A large valid snapshot: `stacks` distinct stacks of 18 to 46 frames over 24,000
+/// return addresses, and `buckets` buckets (object sizes) on each: what a big
+/// program's heap looks like to heapsnap, for `convert` under a memory limit.
+pub fn big_snapshot(stacks: usize, buckets: usize) -> Vec<u8> {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut rand = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) % n
+    };
+    let s = Snapshot {
+        version: 1,
+        word_size: 8,
+        sample_rate: 1,
+        stacks: (1..=stacks as u32)
+            .map(|id| Stack {
+                id,
+                frames: (0..18 + rand(29))
+                    .map(|_| 0x40_0000 + 16 * rand(24_000))
+                    .collect(),
+            })
+            .collect(),
+        buckets: (1..=stacks as u32)
+            .flat_map(|stack_id| (0..buckets as u64).map(move |b| (stack_id, b)))
+            .map(|(stack_id, b)| Bucket {
+                stack_id,
+                size: 16 << b,
+                active: sampler_core::Cycle {
+                    allocs: 1 + b,
+                    alloc_bytes: (1 + b) * (16 << b),
+                    ..Default::default()
+                },
+            })
+            .collect(),
+        ..Default::default()
+    };
+    s.encode().unwrap()
+}

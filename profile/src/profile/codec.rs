@@ -35,9 +35,33 @@ pub fn decode_with_limit(bytes: &[u8], max_inflated: usize) -> Result<Profile, P
 /// refused before anything is built from it (see [`crate::limits`]).
 pub fn decode_limited(bytes: &[u8], limits: &Limits) -> Result<Profile, ProfileError> {
     let raw = scanned(bytes, limits)?;
-    let p = Profile::decode(lossy_strings(&raw).as_ref())?;
+    let raw = lossy_strings(&raw);
+    let mut p = reserved(&raw);
+    p.merge(raw.as_ref())?;
     p.check_valid()?;
     Ok(p)
+}
+
+/// An empty profile whose tables have room for the entries of `raw` (scanned: its
+/// counts are within the limits): prost grows them by doubling, which left up to half
+/// of the largest (the samples: 40 MB of a 52 MB profile) unused.
+fn reserved(raw: &[u8]) -> Profile {
+    let mut n = [0usize; 7];
+    let mut pos = 0;
+    while let Some((tag, wire, _, _)) = pprof_scan::field(raw, &mut pos) {
+        match n.get_mut(tag as usize) {
+            Some(c) if wire == 2 => *c += 1,
+            _ => {}
+        }
+    }
+    Profile {
+        sample: Vec::with_capacity(n[2]),
+        mapping: Vec::with_capacity(n[3]),
+        location: Vec::with_capacity(n[4]),
+        function: Vec::with_capacity(n[5]),
+        string_table: Vec::with_capacity(n[6]),
+        ..Profile::default()
+    }
 }
 
 /// `raw` (whole top-level fields, already scanned) with every string-table entry that
@@ -169,13 +193,81 @@ fn inflate_with(
 /// prost writes fields in tag order.
 #[cfg(feature = "gzip")]
 pub fn encode(p: &Profile) -> Vec<u8> {
-    use std::io::Write;
-    let raw = p.encode_to_vec();
-    let mut enc = flate2::write::GzEncoder::new(
-        Vec::with_capacity(raw.len() / 4 + 64),
-        flate2::Compression::fast(),
-    );
+    let mut out = Vec::new();
     // Writing into a Vec cannot fail.
-    enc.write_all(&raw).expect("writing to a Vec");
-    enc.finish().expect("writing to a Vec")
+    encode_to(p, &mut out).expect("writing to a Vec");
+    out
+}
+
+/// [`encode`] into `w`, streamed: prost's bytes go through the gzip encoder in pieces of
+/// 64 KiB, so neither the raw protobuf nor the gzipped file is ever whole in memory (for
+/// a diff of two 52 MB profiles they were 130 MB).
+#[cfg(feature = "gzip")]
+pub fn encode_to(p: &Profile, w: impl std::io::Write) -> std::io::Result<()> {
+    let mut sink = Sink {
+        buf: Vec::with_capacity(PIECE),
+        w: flate2::write::GzEncoder::new(w, flate2::Compression::fast()),
+        written: 0,
+        error: None,
+    };
+    p.encode(&mut sink)
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    sink.flush();
+    if let Some(e) = sink.error {
+        return Err(e);
+    }
+    sink.w.finish()?.flush()
+}
+
+/// prost's output buffer over a writer: prost fills `buf`, which goes to `w` whenever it
+/// is full. prost's `BufMut` cannot fail, so the first write error is kept (and what
+/// follows dropped) for [`encode_to`] to return.
+#[cfg(feature = "gzip")]
+struct Sink<W: std::io::Write> {
+    buf: Vec<u8>,
+    w: W,
+    written: usize,
+    error: Option<std::io::Error>,
+}
+
+/// What [`Sink`] hands the gzip encoder at a time.
+#[cfg(feature = "gzip")]
+const PIECE: usize = 64 << 10;
+
+#[cfg(feature = "gzip")]
+impl<W: std::io::Write> Sink<W> {
+    /// `buf` to the writer, unless it failed before.
+    fn flush(&mut self) {
+        if self.error.is_none() {
+            if let Err(e) = self.w.write_all(&self.buf) {
+                self.error = Some(e);
+            }
+        }
+        self.written += self.buf.len();
+        self.buf.clear();
+    }
+}
+
+// SAFETY: `chunk_mut` returns the spare capacity of `buf`, which is never empty, and
+// `advance_mut` only marks as initialized the bytes prost wrote there (its contract:
+// `cnt` at most the length of the last `chunk_mut`).
+#[cfg(feature = "gzip")]
+unsafe impl<W: std::io::Write> prost::bytes::BufMut for Sink<W> {
+    fn remaining_mut(&self) -> usize {
+        usize::MAX - self.written - self.buf.len()
+    }
+
+    unsafe fn advance_mut(&mut self, cnt: usize) {
+        let len = self.buf.len() + cnt;
+        assert!(len <= self.buf.capacity(), "advanced past the chunk");
+        // SAFETY: the caller wrote `cnt` bytes into the chunk (the spare capacity).
+        unsafe { self.buf.set_len(len) };
+    }
+
+    fn chunk_mut(&mut self) -> &mut prost::bytes::buf::UninitSlice {
+        if self.buf.len() == self.buf.capacity() {
+            self.flush();
+        }
+        prost::bytes::buf::UninitSlice::uninit(self.buf.spare_capacity_mut())
+    }
 }

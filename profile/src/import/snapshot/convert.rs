@@ -223,6 +223,9 @@ pub fn to_profile_limited(
         kind.sample_types()
     };
     let mut c = Converter::new(snap, symbols, &types, true);
+    // At most one sample per bucket (the decoder bounded their number by the input's
+    // size): exactly that room, not up to twice it from doubling.
+    c.b.reserve_samples(snap.buckets.len());
     let total = snap.buckets.len() as u64;
     let mut samples = 0u64;
     for (n, bucket) in snap.buckets.iter().enumerate() {
