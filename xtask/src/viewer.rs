@@ -10,8 +10,11 @@ use std::process::Command;
 /// 300 / 120 KiB until the hostile-input work (issue 12): counting every decoded entry
 /// against the memory budget in the browser (the pprof pre-scan, its offsets and limit
 /// errors) and checked 64-bit totals cost ~10 KiB raw / ~6 KiB gzipped, raised once,
-/// here, to 310 / 128; winning it back is tracked in the issue notes.
-const BUDGET_RAW: u64 = 310 * 1024;
+/// here, to 310 / 128; and by 1 KiB raw to 311 for the merge that holds one input at a
+/// time (the CLI's `diff` of two 52 MB profiles went from 1.57 GB to 0.63 GB; the
+/// viewer's diff is the same code, and its sample dedup by hash is ~1 KiB of wasm).
+/// Winning it back is tracked in the issue notes.
+const BUDGET_RAW: u64 = 311 * 1024;
 const BUDGET_GZ: u64 = 128 * 1024;
 
 const TARGET: &str = "wasm32-unknown-unknown";

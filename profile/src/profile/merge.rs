@@ -15,8 +15,8 @@ pub const DIFF_BASE_LABEL: (&str, &str) = ("pprof::base", "true");
 /// at a time).
 pub fn diff(base: &Profile, new: &Profile) -> Result<Profile, ProfileError> {
     let mut m = Merger::new();
-    m.add_any("new", Cow::Borrowed(new), false)?;
-    m.add_any("base", Cow::Borrowed(base), true)?;
+    m.add_borrowed("new", new, false)?;
+    m.add_borrowed("base", base, true)?;
     m.finish()
 }
 
@@ -28,7 +28,7 @@ pub fn diff(base: &Profile, new: &Profile) -> Result<Profile, ProfileError> {
 pub fn merge(srcs: &[&Profile]) -> Result<Profile, ProfileError> {
     let mut m = Merger::new();
     for (i, p) in srcs.iter().enumerate() {
-        m.add_any(&format!("profile {}", i + 1), Cow::Borrowed(p), false)?;
+        m.add_borrowed(&format!("profile {}", i + 1), p, false)?;
     }
     m.finish()
 }
@@ -71,13 +71,13 @@ impl Merger {
 
     /// Adds `p` (`name` says which it is in an error: `"new"`, a file name).
     pub fn add(&mut self, name: &str, p: Profile) -> Result<(), ProfileError> {
-        self.add_any(name, Cow::Owned(p), false)
+        self.add_owned(name, p, false)
     }
 
     /// Adds `p` as the base of a diff: its values negated and its samples labelled
     /// [`DIFF_BASE_LABEL`] (pprof's `-diff_base`), after the new profile.
     pub fn add_base(&mut self, name: &str, p: Profile) -> Result<(), ProfileError> {
-        self.add_any(name, Cow::Owned(p), true)
+        self.add_owned(name, p, true)
     }
 
     /// The merged profile.
@@ -92,14 +92,17 @@ impl Merger {
         Ok(self.b.finish())
     }
 
-    fn add_any(&mut self, name: &str, p: Cow<'_, Profile>, base: bool) -> Result<(), ProfileError> {
-        match p {
-            Cow::Borrowed(p) => self.add_with(name, p, p.sample.iter().map(Cow::Borrowed), base),
-            Cow::Owned(mut p) => {
-                let samples = std::mem::take(&mut p.sample);
-                self.add_with(name, &p, samples.into_iter().map(Cow::Owned), base)
-            }
-        }
+    /// Adds a profile whose samples are copied (the viewer keeps its inputs). Apart
+    /// from [`Merger::add_owned`], so a build that only borrows (the viewer's bundle)
+    /// carries one instance of the merge loop, not two.
+    fn add_borrowed(&mut self, name: &str, p: &Profile, base: bool) -> Result<(), ProfileError> {
+        self.add_with(name, p, p.sample.iter().map(Cow::Borrowed), base)
+    }
+
+    /// Adds a profile whose samples are taken out of it, vectors and all.
+    fn add_owned(&mut self, name: &str, mut p: Profile, base: bool) -> Result<(), ProfileError> {
+        let samples = std::mem::take(&mut p.sample);
+        self.add_with(name, &p, samples.into_iter().map(Cow::Owned), base)
     }
 
     /// Checks `p` against the first profile, combines its header, then adds its
