@@ -48,7 +48,7 @@ pub struct BadFrame {
 
 /// Why a frame of a series could not be picked by index.
 #[derive(Debug, thiserror::Error)]
-#[error("{name}@{index}: no such frame: {name} has {good} good frame(s){range}")]
+#[error("no good frame @{index}: {name} has {good} good frame(s){range}")]
 pub struct PickError {
     /// The series' name.
     pub name: String,
@@ -470,7 +470,7 @@ mod tests {
             assert_eq!(
                 e,
                 format!(
-                    "cap@{bad}: no such frame: cap has 3 good frame(s) (@0..@2, or @-3..@-1 from the end)"
+                    "no good frame @{bad}: cap has 3 good frame(s) (@0..@2, or @-3..@-1 from the end)"
                 )
             );
         }
