@@ -422,9 +422,7 @@ fn timeline(
                     let a = item_profile(first, len(&first.name), sym, limits)?;
                     let b = item_profile(last, len(&last.name), sym, limits)?;
                     let (rows, unit) = analysis::growth(&a, &b, "inuse_space", n)
-                        .with_context(|| {
-                            format!("growth from {} to {}", first.name, last.name)
-                        })?;
+                        .with_context(|| format!("growth from {} to {}", first.name, last.name))?;
                     print_warnings(&first.name, &a);
                     print_warnings(&last.name, &b);
                     Some(host_cli::timeline::Growth { rows, unit })
@@ -446,8 +444,9 @@ fn item_profile(
     limits: &Limits,
 ) -> Result<Profile> {
     let mut p = match &item.input {
-        Input::Snapshot { snapshot, .. } => symbolized(snapshot, input_len, sym, limits)
-            .with_context(|| item.name.clone())?,
+        Input::Snapshot { snapshot, .. } => {
+            symbolized(snapshot, input_len, sym, limits).with_context(|| item.name.clone())?
+        }
         Input::Profile(p) => p.clone(),
     };
     if let Err(e) = p.remove_uninteresting_frames() {

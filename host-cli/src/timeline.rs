@@ -81,9 +81,7 @@ pub fn table(s: &Series, growth: Option<&Growth>) -> String {
         let _ = writeln!(o, "{good} snapshot(s)");
     }
     let _ = writeln!(o, "in use: {}", source_of(&pts));
-    let mixed = pts
-        .iter()
-        .any(|(_, p)| p.in_use.is_some_and(|u| u.exact))
+    let mixed = pts.iter().any(|(_, p)| p.in_use.is_some_and(|u| u.exact))
         && pts.iter().any(|(_, p)| !p.in_use.is_some_and(|u| u.exact));
     let _ = write!(
         o,
@@ -158,7 +156,8 @@ pub fn table(s: &Series, growth: Option<&Growth>) -> String {
 /// as exact integers, `in_use_from` = `exact`|`sampled`, drops as `name=value` joined
 /// by `;`. Bad frames and growth are not rows: the table shows them.
 pub fn csv(s: &Series) -> String {
-    let mut o = String::from("index,name,offset,cycle,inuse_bytes,inuse_objects,in_use_from,drops\n");
+    let mut o =
+        String::from("index,name,offset,cycle,inuse_bytes,inuse_objects,in_use_from,drops\n");
     for (i, (item, p)) in points(s).iter().enumerate() {
         let blank = |v: Option<String>| v.unwrap_or_default();
         let _ = writeln!(

@@ -409,7 +409,7 @@ fn the_viewer_symbolizes_a_snapshot_dropped_with_its_elf() {
         format!("elf_alone={}", elf.display()),
     ];
     let mut args = vec![www.as_os_str(), dir.as_os_str()];
-    args.extend(cases.iter().map(|c| std::ffi::OsStr::new(c)));
+    args.extend(cases.iter().map(std::ffi::OsStr::new));
     let result = e2e::browser_script("viewer_import.mjs", &args, &dir);
     assert_eq!(
         result["errors"],

@@ -251,9 +251,12 @@ fn diff_of_capture_frames_is_the_diff_of_the_files() {
     assert_eq!(mixed, files);
 
     // A bad index names how many good frames there are.
-    let o = heapsnap_cmd(&["diff", &format!("{capture}@{n}"), &format!("{capture}@0")], &elf)
-        .output()
-        .unwrap();
+    let o = heapsnap_cmd(
+        &["diff", &format!("{capture}@{n}"), &format!("{capture}@0")],
+        &elf,
+    )
+    .output()
+    .unwrap();
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

@@ -29,7 +29,9 @@ pub fn growth(
     n: usize,
 ) -> Result<(Vec<TopRow>, String), GrowthError> {
     let d = profile::diff(first, last)?;
-    let i = d.sample_index(sample_type).map_err(GrowthError::SampleType)?;
+    let i = d
+        .sample_index(sample_type)
+        .map_err(GrowthError::SampleType)?;
     let unit = d.sample_types().get(i).map_or("", |t| t.1).to_owned();
     let mut rows: Vec<TopRow> = top(&d, i, &Filter::none())?
         .rows

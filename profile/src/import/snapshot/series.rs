@@ -394,7 +394,11 @@ mod tests {
             snap(9, 48).encode().unwrap(),
         );
         let s = read_series(
-            [("a", a.as_slice()), ("b", b.as_slice()), ("c", c.as_slice())],
+            [
+                ("a", a.as_slice()),
+                ("b", b.as_slice()),
+                ("c", c.as_slice()),
+            ],
             &Limits::default(),
         )
         .unwrap();
