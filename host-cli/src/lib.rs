@@ -6,3 +6,4 @@ pub mod files;
 pub mod gdb;
 pub mod pull;
 pub mod report;
+pub mod timeline;

@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use heapsnap_profile::analysis::{self, Filter};
 use heapsnap_profile::export;
-use heapsnap_profile::import::{self, Input, Symbols};
+use heapsnap_profile::import::{self, series, Input, Symbols};
 use heapsnap_profile::limits::Limits;
 use heapsnap_profile::profile::{self, Profile};
 use heapsnap_symbolize::{Elf, Resolver};
@@ -23,7 +23,8 @@ use std::time::Duration;
 /// diff and inspect in the terminal.
 ///
 /// Inputs may be a snapshot file, a raw serial capture holding COBS-framed snapshots
-/// (the last good one is used), a pprof profile (gzipped or not), a gperftools or
+/// (the last good one is used; `CAPTURE@N` picks the Nth good frame, `@-1` the last),
+/// a pprof profile (gzipped or not), a gperftools or
 /// jemalloc heap profile (text; symbolized like a snapshot, with --elf and the mapped
 /// files), or `-` for stdin.
 #[derive(Parser)]
@@ -47,6 +48,15 @@ enum Format {
     Folded,
     /// Legacy gperftools heap text (`heap profile: …`), which pprof also reads.
     Text,
+}
+
+/// Output of `heapsnap timeline`.
+#[derive(Clone, Copy, ValueEnum)]
+enum TimelineFormat {
+    /// A compact table, bad frames and the top growing functions after it.
+    Table,
+    /// CSV for scripts: one header row, one row per snapshot.
+    Csv,
 }
 
 #[derive(clap::Args)]
@@ -145,9 +155,10 @@ enum Cmd {
     /// table of the difference, or with `-o` writes a pprof profile
     /// (`go tool pprof -diff_base` semantics) for pprof or the viewer.
     Diff {
-        /// The earlier snapshot or profile.
+        /// The earlier snapshot or profile; CAPTURE@N for the Nth good frame of a
+        /// serial capture (from 0; negative from the end, @-1 = the last).
         base: String,
-        /// The later snapshot or profile.
+        /// The later snapshot or profile (or CAPTURE@N).
         new: String,
         #[command(flatten)]
         sym: SymArgs,
@@ -160,6 +171,24 @@ enum Cmd {
         /// Show at most N rows.
         #[arg(short = 'n', long, value_name = "N")]
         nodecount: Option<usize>,
+    },
+    /// The heap over time: per snapshot of a serial capture (every good frame, in
+    /// order) or of several files (by cycle when all are snapshots), its cycle, bytes
+    /// and objects in use and the non-zero drop counters; the bad frames with their
+    /// offsets; then the functions whose in-use bytes grew most from the first to the
+    /// last snapshot (what `heapsnap diff FIRST LAST` shows for them).
+    Timeline {
+        /// One serial capture, or several snapshot or profile files.
+        #[arg(required = true, value_name = "CAPTURE|FILES")]
+        inputs: Vec<String>,
+        #[command(flatten)]
+        sym: SymArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "table")]
+        format: TimelineFormat,
+        /// Show at most N growing functions.
+        #[arg(short = 'n', long, value_name = "N", default_value_t = 10)]
+        nodecount: usize,
     },
     /// Header, table sizes, every drop counter and plain-language warnings.
     Inspect {
@@ -335,6 +364,12 @@ fn run(cli: Cli) -> Result<()> {
             })?;
             write_profile(output.as_deref(), &p)
         }
+        Cmd::Timeline {
+            inputs,
+            sym,
+            format,
+            nodecount,
+        } => timeline(&inputs, &sym, format, nodecount, limits),
         Cmd::Inspect { snapshot } => {
             let (snap, _) = read_snapshot(&snapshot, limits)?;
             write_out(
@@ -361,6 +396,85 @@ fn run(cli: Cli) -> Result<()> {
             timeout,
         ),
     }
+}
+
+/// `heapsnap timeline`: the inputs read as one series, a row per good point, and (in
+/// the table, with two points or more) the growth from the first to the last, each
+/// symbolized and pruned as `heapsnap diff` reads them.
+fn timeline(
+    inputs: &[String],
+    sym: &SymArgs,
+    format: TimelineFormat,
+    n: usize,
+    limits: &Limits,
+) -> Result<()> {
+    if inputs.iter().filter(|i| *i == "-").count() > 1 {
+        bail!("stdin (`-`) can be read once only");
+    }
+    let mut files = Vec::new();
+    for path in inputs {
+        let bytes = read_capped(
+            Path::new(path),
+            "input",
+            limits.input_size,
+            "input-size",
+            b"",
+        )?;
+        files.push((path.as_str(), bytes));
+    }
+    let series = series::read_series(files.iter().map(|(p, b)| (*p, b.as_slice())), limits)?;
+    let text = match format {
+        TimelineFormat::Csv => host_cli::timeline::csv(&series),
+        TimelineFormat::Table => {
+            let growth = match (series.items.first(), series.items.last()) {
+                (Some(first), Some(last)) if series.items.len() > 1 => {
+                    // The file an item came from (a capture's frame: `FILE@i`).
+                    let len = |name: &str| {
+                        files
+                            .iter()
+                            .find(|(p, _)| {
+                                name.strip_prefix(*p)
+                                    .is_some_and(|r| r.is_empty() || r.starts_with('@'))
+                            })
+                            .map_or(0, |(_, b)| b.len() as u64)
+                    };
+                    let a = item_profile(first, len(&first.name), sym, limits)?;
+                    let b = item_profile(last, len(&last.name), sym, limits)?;
+                    let (rows, unit) = analysis::growth(&a, &b, "inuse_space", n)
+                        .with_context(|| format!("growth from {} to {}", first.name, last.name))?;
+                    print_warnings(&first.name, &a);
+                    print_warnings(&last.name, &b);
+                    Some(host_cli::timeline::Growth { rows, unit })
+                }
+                _ => None,
+            };
+            host_cli::timeline::table(&series, growth.as_ref())
+        }
+    };
+    write_out(None, text.as_bytes(), false)
+}
+
+/// A point of a series as `heapsnap diff` reads an input: a snapshot symbolized (its
+/// input counted as `input_len` bytes), a profile as is, then pprof's frame pruning.
+fn item_profile(
+    item: &series::Item,
+    input_len: u64,
+    sym: &SymArgs,
+    limits: &Limits,
+) -> Result<Profile> {
+    let mut p = match &item.input {
+        Input::Snapshot { snapshot, .. } => {
+            symbolized(snapshot, input_len, sym, limits).with_context(|| item.name.clone())?
+        }
+        Input::Profile(p) => p.clone(),
+    };
+    if let Err(e) = p.remove_uninteresting_frames() {
+        warn(&format!(
+            "{}: warning: {e}; no frames dropped (as go tool pprof)",
+            item.name
+        ));
+    }
+    Ok(p)
 }
 
 /// `heapsnap pull`: the mailbox from the ELF, then `count` reads through the GDB server,
@@ -663,6 +777,25 @@ fn read_capped(path: &Path, what: &str, cap: u64, name: &str, magic: &[u8]) -> R
 /// Reads an input (file or `-`) within the limits: the decoded input and its size
 /// in bytes (what the entry budget of a later conversion is relative to).
 fn read_input(path: &str, limits: &Limits) -> Result<(Input, u64)> {
+    if let Some((capture, index)) = frame_pick(path) {
+        let bytes = read_capped(
+            Path::new(capture),
+            "input",
+            limits.input_size,
+            "input-size",
+            b"",
+        )?;
+        let s = series::read_series([(capture, bytes.as_slice())], limits)?;
+        let (frames, bad) = (s.frames, s.bad.len());
+        let item = s.take(capture, index)?;
+        if frames > 0 {
+            warn(&format!(
+                "{path}: the frame at offset {} of a serial capture with {frames} frame(s), {bad} bad",
+                item.offset.unwrap_or(0)
+            ));
+        }
+        return Ok((item.input, bytes.len() as u64));
+    }
     let bytes = read_capped(
         Path::new(path),
         "input",
@@ -680,6 +813,14 @@ fn read_input(path: &str, limits: &Limits) -> Result<(Input, u64)> {
         }
     }
     Ok((i, bytes.len() as u64))
+}
+
+/// `CAPTURE@N` (N an integer, negative from the end) when `path` is not itself an
+/// existing file: the capture's path and N.
+fn frame_pick(path: &str) -> Option<(&str, i64)> {
+    let (file, n) = path.rsplit_once('@')?;
+    let n = n.parse().ok()?;
+    (!file.is_empty() && !Path::new(path).exists()).then_some((file, n))
 }
 
 fn read_snapshot(path: &str, limits: &Limits) -> Result<(Snapshot, u64)> {

@@ -519,3 +519,77 @@ fn heap_totals_in_inspect_top_and_the_converted_profile() {
         "{t}"
     );
 }
+
+#[test]
+fn timeline_without_exact_totals_shows_the_sampled_estimate_and_the_drops() {
+    use sampler_core::snapshot::encode_framed_to_vec;
+    let d = common::tmp("cli");
+    let mut first = common::firmware_snapshot();
+    first.cycle = 3;
+    first.counters.bucket_table_full = 0;
+    let last = common::firmware_snapshot();
+    let mut cap = encode_framed_to_vec(&first).unwrap();
+    let torn_at = cap.len() + encode_framed_to_vec(&last).unwrap().len();
+    cap.extend(encode_framed_to_vec(&last).unwrap());
+    cap.extend(&encode_framed_to_vec(&first).unwrap()[..20]);
+    let p = write(&d, "timeline.cap", &cap);
+
+    let table = ok(heapsnap().arg("timeline").arg(&p).output().unwrap());
+    assert!(
+        table.contains("in use: sampled estimate"),
+        "the header says where in-use comes from:\n{table}"
+    );
+    assert!(
+        table.contains(&format!(" offset {torn_at} (20 bytes): ")) && table.contains("torn"),
+        "{table}"
+    );
+    let csv = ok(heapsnap()
+        .args(["timeline", "--format", "csv"])
+        .arg(&p)
+        .output()
+        .unwrap());
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    // In use per row: the inuse_space and inuse_objects totals of the frame converted,
+    // i.e. what `heapsnap top` totals.
+    for (i, row) in rows.iter().enumerate() {
+        let pb = d.join(format!("timeline-{i}.pb.gz"));
+        ok(heapsnap()
+            .arg("convert")
+            .arg(format!("{}@{i}", p.display()))
+            .arg("-o")
+            .arg(&pb)
+            .output()
+            .unwrap());
+        let prof = heapsnap_profile::profile::decode(&std::fs::read(&pb).unwrap()).unwrap();
+        let sum = |t: &str| {
+            let k = prof.sample_index(t).unwrap();
+            prof.sample
+                .iter()
+                .map(|s| s.value[k])
+                .sum::<i64>()
+                .to_string()
+        };
+        assert_eq!(row[4], sum("inuse_space"), "{csv}");
+        assert_eq!(row[5], sum("inuse_objects"), "{csv}");
+        assert_eq!(row[6], "sampled");
+    }
+    assert_eq!(rows[0][3], "3");
+    // The drops that are not zero, by name (`samples` is not a drop).
+    assert_eq!(
+        rows[0][7],
+        "stack_table_full=3;live_map_full=2;reentrant=1;unknown_frees=4;truncated_stacks=5"
+    );
+    assert!(rows[1][7].contains("bucket_table_full=312"), "{csv}");
+
+    // No good frame: one line saying so; stdin twice: refused.
+    let bad = write(&d, "timeline-bad.cap", &cap[torn_at..]);
+    let e = fails(heapsnap().arg("timeline").arg(&bad).output().unwrap());
+    assert!(e.contains("no valid snapshot in the serial capture"), "{e}");
+    let e = fails(heapsnap().args(["timeline", "-", "-"]).output().unwrap());
+    assert!(e.contains("stdin"), "{e}");
+}

@@ -10,6 +10,7 @@
 
 mod compact;
 mod flame;
+mod growth;
 mod index;
 mod source;
 mod top;
@@ -20,6 +21,7 @@ pub use compact::{
     CompactDecoder,
 };
 pub use flame::{FlameNode, FlameTree};
+pub use growth::{growth, GrowthError};
 pub use index::{Analysed, Filter, FilterError, Frame, Index, Pattern, ValueOverflow};
 pub use source::{SourceLine, SourceTable};
 pub use top::{top, Inline, TopRow, TopTable};

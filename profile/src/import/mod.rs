@@ -33,7 +33,7 @@ use sampler_core::decoded::Snapshot;
 #[cfg(feature = "snapshot")]
 pub use snapshot::{
     bucket_values, comments, hex, inspect_report, machine_name, mapping_index, scale_heap_sample,
-    site, snapshot_mappings, to_profile, to_profile_limited, warnings, NoSymbols, Resolved,
+    series, site, snapshot_mappings, to_profile, to_profile_limited, warnings, NoSymbols, Resolved,
     SiteStacks, SymFrame, Symbols, SAMPLE_TYPES,
 };
 

@@ -84,7 +84,7 @@ pub fn heap_line(s: &Snapshot) -> Option<String> {
 /// The drop counters by name: the counter table without the exact heap totals
 /// (`heap_*`, shown by [`heap_line`] when they were counted) and the architecture
 /// (`elf_machine`, shown by [`machine_name`] in the header).
-fn drop_counters(s: &Snapshot) -> impl Iterator<Item = (&'static str, u64)> {
+pub(super) fn drop_counters(s: &Snapshot) -> impl Iterator<Item = (&'static str, u64)> {
     s.counters
         .iter()
         .filter(|(name, _)| !name.starts_with("heap_") && *name != "elf_machine")

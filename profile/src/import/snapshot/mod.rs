@@ -1,8 +1,10 @@
 //! heapsnap snapshots (docs/snapshot-format.md) and raw serial captures of COBS-framed
-//! snapshots (the last good one wins), and their conversion to a profile.
+//! snapshots (read as one input: the last good one wins; read as a [`series`]: every
+//! good frame), and their conversion to a profile.
 
 mod convert;
 pub mod inspect;
+pub mod series;
 pub mod site;
 
 pub use convert::{

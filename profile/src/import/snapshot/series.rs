@@ -1,0 +1,486 @@
+//! The heap over time: a serial capture read as every good frame in order (not only
+//! the last one), or a set of snapshot and profile files read as one series, with
+//! what each point measures (in-use bytes and objects, the non-zero drop counters).
+//!
+//! One model for the CLI's `timeline` and `diff CAPTURE@N`, and for the viewer.
+
+use super::inspect;
+use crate::import::{guess_limited, Input, InputError};
+use crate::limits::Limits;
+use sampler_core::decoded::Snapshot;
+use sampler_core::snapshot;
+
+/// A time series of snapshots or profiles, oldest first, and what was lost reading it.
+#[derive(Debug, Default)]
+pub struct Series {
+    /// The good inputs, in series order.
+    pub items: Vec<Item>,
+    /// Frames of the capture(s) that were not valid snapshots, in capture order.
+    pub bad: Vec<BadFrame>,
+    /// Frames found in the capture(s) read, good and bad (0 when none was a capture).
+    pub frames: usize,
+}
+
+/// One point of a [`Series`].
+#[derive(Debug)]
+pub struct Item {
+    /// Where it came from: the file's name (the caller's), for a capture's frame
+    /// followed by `@` and its index among the capture's good frames.
+    pub name: String,
+    /// Byte offset of the frame in its capture; `None` for a plain file.
+    pub offset: Option<usize>,
+    /// The snapshot or profile.
+    pub input: Input,
+}
+
+/// A frame of a capture that is not a valid snapshot (garbage, torn, corrupt).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadFrame {
+    /// The capture's name (the caller's).
+    pub name: String,
+    /// Byte offset of the frame's first (COBS-encoded) byte in the capture.
+    pub offset: usize,
+    /// Encoded length, without the `0x00` delimiter.
+    pub len: usize,
+    /// Why it is not a snapshot (its offsets are in the capture).
+    pub error: String,
+}
+
+/// Why a frame of a series could not be picked by index.
+#[derive(Debug, thiserror::Error)]
+#[error("no good frame @{index}: {name} has {good} good frame(s){range}")]
+pub struct PickError {
+    /// The series' name.
+    pub name: String,
+    /// The index asked for.
+    pub index: i64,
+    /// Good frames in the series.
+    pub good: usize,
+    /// The valid indexes, for the message.
+    range: String,
+}
+
+impl Series {
+    /// The good item at `index` (0 = the first; negative counts from the end, -1 = the
+    /// last), as `diff CAPTURE@N` picks frames; `name` names the series in the error.
+    pub fn pick(&self, name: &str, index: i64) -> Result<&Item, PickError> {
+        let n = self.items.len();
+        let at = if index < 0 {
+            usize::try_from(index.unsigned_abs())
+                .ok()
+                .and_then(|back| n.checked_sub(back))
+        } else {
+            usize::try_from(index).ok().filter(|&i| i < n)
+        };
+        at.and_then(|i| self.items.get(i)).ok_or_else(|| PickError {
+            name: name.to_owned(),
+            index,
+            good: n,
+            range: match n {
+                0 => String::new(),
+                n => format!(" (@0..@{}, or @-{n}..@-1 from the end)", n - 1),
+            },
+        })
+    }
+
+    /// Takes the item at `index` out of the series (see [`Series::pick`]).
+    pub fn take(mut self, name: &str, index: i64) -> Result<Item, PickError> {
+        self.pick(name, index)?;
+        let n = self.items.len() as i64;
+        let i = if index < 0 { n + index } else { index };
+        Ok(self.items.swap_remove(i as usize))
+    }
+}
+
+/// Every frame of a raw serial capture (`name` names it in the items and bad frames):
+/// the good ones in capture order, the bad ones with their offsets. Never fails: a
+/// capture with no good frame (or no frame at all) is a series without items.
+pub fn capture_series(name: &str, bytes: &[u8]) -> Series {
+    let capture = snapshot::decode_frames(bytes);
+    let frames = capture.frames.len();
+    let bad_count = capture.bad_count();
+    let mut s = Series {
+        frames,
+        ..Series::default()
+    };
+    for f in capture.frames {
+        match f.result {
+            Ok(snapshot) => {
+                let i = s.items.len();
+                s.items.push(Item {
+                    name: format!("{name}@{i}"),
+                    offset: Some(f.offset),
+                    input: Input::Snapshot {
+                        snapshot,
+                        bad_frames: bad_count,
+                        frames,
+                    },
+                });
+            }
+            Err(e) => s.bad.push(BadFrame {
+                name: name.to_owned(),
+                offset: f.offset,
+                len: f.len,
+                error: e.to_string(),
+            }),
+        }
+    }
+    s
+}
+
+/// Reads files as one series: a serial capture gives every good frame (in capture
+/// order), any other input (snapshot, pprof, what [`guess_limited`] reads) one item.
+/// Several plain files that are all snapshots are ordered by their cycle number (the
+/// device's clock; a stable sort, so equal cycles keep the order given); otherwise,
+/// or when a capture is among them, the order given is kept.
+///
+/// An error names the file that could not be read, or says that the series has no
+/// good item (every frame bad, with the last frame's error).
+pub fn read_series<'a>(
+    files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+    limits: &Limits,
+) -> Result<Series, SeriesError> {
+    let mut s = Series::default();
+    let mut capture = false;
+    for (name, bytes) in files {
+        if !bytes.is_empty() && (super::CAPTURE.sniff)(bytes) {
+            let c = capture_series(name, bytes);
+            capture = true;
+            s.frames += c.frames;
+            s.items.extend(c.items);
+            s.bad.extend(c.bad);
+        } else {
+            let input = guess_limited(bytes, limits).map_err(|e| SeriesError::Input {
+                name: name.to_owned(),
+                error: e,
+            })?;
+            s.items.push(Item {
+                name: name.to_owned(),
+                offset: None,
+                input,
+            });
+        }
+    }
+    if s.items.is_empty() {
+        return Err(SeriesError::Input {
+            name: s.bad.first().map_or(String::new(), |b| b.name.clone()),
+            error: InputError::NoGoodFrame {
+                frames: s.frames,
+                last: s.bad.last().map_or(String::new(), |b| b.error.clone()),
+            },
+        });
+    }
+    let cycles: Option<Vec<u64>> = s.items.iter().map(|i| cycle(&i.input)).collect();
+    if let (false, Some(cycles)) = (capture, cycles) {
+        let mut order: Vec<usize> = (0..s.items.len()).collect();
+        order.sort_by_key(|&i| cycles[i]);
+        let mut items: Vec<Option<Item>> = s.items.into_iter().map(Some).collect();
+        s.items = order.into_iter().filter_map(|i| items[i].take()).collect();
+    }
+    Ok(s)
+}
+
+/// Why files could not be read as a series.
+#[derive(Debug, thiserror::Error)]
+pub enum SeriesError {
+    /// One of the files (named) could not be read, or nothing good was in them.
+    #[error("{name}: {error}")]
+    Input {
+        /// The file.
+        name: String,
+        /// Why.
+        #[source]
+        error: InputError,
+    },
+}
+
+/// The snapshot's cycle number, `None` for a profile.
+fn cycle(input: &Input) -> Option<u64> {
+    match input {
+        Input::Snapshot { snapshot, .. } => Some(snapshot.cycle),
+        Input::Profile(_) => None,
+    }
+}
+
+/// What one point of a series measures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Point {
+    /// The snapshot's record cycle; `None` for a profile.
+    pub cycle: Option<u64>,
+    /// Bytes and objects in use; `None` for a profile without in-use sample types.
+    pub in_use: Option<InUse>,
+    /// The drop/overflow counters that are not zero, by name (a snapshot's; none
+    /// for a profile).
+    pub drops: Vec<(&'static str, u64)>,
+}
+
+/// Memory in use at one point, and how it is known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InUse {
+    /// Bytes in use.
+    pub bytes: i64,
+    /// Objects in use.
+    pub objects: i64,
+    /// `true`: the device's exact heap totals (it counted every call); `false`: the
+    /// sampled estimate, unsampled as the profile's `inuse_*` values are.
+    pub exact: bool,
+}
+
+/// What `input` measures: a snapshot's exact heap totals when its device counted them,
+/// else the sum of its buckets' unsampled in-use values (what `heapsnap top` totals);
+/// a profile's `inuse_space`/`inuse_objects` (or legacy `space`/`objects`) sums.
+pub fn point(input: &Input) -> Point {
+    match input {
+        Input::Snapshot { snapshot, .. } => snapshot_point(snapshot),
+        Input::Profile(p) => {
+            let sum = |name: &str| {
+                let i = p.sample_index(name).ok()?;
+                Some(p.sample.iter().fold(0i64, |acc, s| {
+                    acc.saturating_add(s.value.get(i).copied().unwrap_or(0))
+                }))
+            };
+            let in_use = match (sum("inuse_space"), sum("inuse_objects")) {
+                (Some(bytes), Some(objects)) => Some(InUse {
+                    bytes,
+                    objects,
+                    exact: false,
+                }),
+                _ => None,
+            };
+            Point {
+                cycle: None,
+                in_use,
+                drops: Vec::new(),
+            }
+        }
+    }
+}
+
+fn snapshot_point(s: &Snapshot) -> Point {
+    let in_use = match s.counters.heap() {
+        Some(h) => InUse {
+            bytes: i64::try_from(h.in_use_bytes).unwrap_or(i64::MAX),
+            objects: i64::try_from(h.in_use_objects()).unwrap_or(i64::MAX),
+            exact: true,
+        },
+        None => {
+            let (mut objects, mut bytes) = (0i64, 0i64);
+            for b in &s.buckets {
+                let [_, _, o, by] = super::bucket_values(b, s.sample_rate);
+                objects = objects.saturating_add(o);
+                bytes = bytes.saturating_add(by);
+            }
+            InUse {
+                bytes,
+                objects,
+                exact: false,
+            }
+        }
+    };
+    Point {
+        cycle: Some(s.cycle),
+        in_use: Some(in_use),
+        drops: inspect::drop_counters(s)
+            .filter(|&(name, v)| v != 0 && name != "samples")
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sampler_core::decoded::{Bucket, Stack};
+    use sampler_core::snapshot::encode_framed_to_vec;
+
+    fn snap(cycle: u64, in_use: u64) -> Snapshot {
+        let mut s = Snapshot {
+            version: snapshot::VERSION,
+            word_size: 4,
+            sample_rate: 1,
+            cycle,
+            stacks: vec![Stack {
+                id: 1,
+                frames: vec![0x1000, 0x2000],
+            }],
+            ..Snapshot::default()
+        };
+        let mut b = Bucket {
+            stack_id: 1,
+            size: 16,
+            ..Bucket::default()
+        };
+        b.active.allocs = in_use / 16;
+        b.active.alloc_bytes = in_use;
+        s.buckets.push(b);
+        s
+    }
+
+    fn framed(s: &Snapshot) -> Vec<u8> {
+        encode_framed_to_vec(s).unwrap()
+    }
+
+    fn cycles(s: &Series) -> Vec<u64> {
+        s.items.iter().map(|i| cycle(&i.input).unwrap()).collect()
+    }
+
+    #[test]
+    fn every_good_frame_in_order_and_bad_ones_at_their_offsets() {
+        let mut cap = b"boot banner\r\n\0".to_vec();
+        let good1 = framed(&snap(5, 160));
+        cap.extend(&good1);
+        let corrupt_at = cap.len();
+        let mut bad = framed(&snap(6, 320));
+        let mid = bad.len() / 2;
+        bad[mid] ^= 0x55;
+        cap.extend(&bad);
+        cap.extend(framed(&snap(4, 480)));
+        let torn_at = cap.len();
+        let torn = framed(&snap(8, 640));
+        cap.extend(&torn[..torn.len() / 2]);
+
+        let s = read_series([("cap", cap.as_slice())], &Limits::default()).unwrap();
+        // Capture order, not cycle order: the device's order is the stream's.
+        assert_eq!(cycles(&s), [5, 4]);
+        assert_eq!(s.items[0].offset, Some(14));
+        assert_eq!(s.items[1].name, "cap@1");
+        let offsets: Vec<usize> = s.bad.iter().map(|b| b.offset).collect();
+        assert_eq!(offsets, [0, corrupt_at, torn_at], "{:?}", s.bad);
+        assert!(s.bad[2].error.contains("torn"), "{}", s.bad[2].error);
+        assert_eq!(s.frames, 5);
+        let p = point(&s.items[1].input);
+        assert_eq!(
+            p.in_use,
+            Some(InUse {
+                bytes: 480,
+                objects: 30,
+                exact: false
+            })
+        );
+        assert!(p.drops.is_empty());
+    }
+
+    #[test]
+    fn empty_capture_and_all_bad_are_errors_naming_the_frames() {
+        assert!(capture_series("c", &[]).items.is_empty());
+        assert_eq!(capture_series("c", &[]).frames, 0);
+        // Frames, all bad (every one corrupt): no item, the error says how many.
+        let mut cap = Vec::new();
+        for c in 0..3 {
+            let mut f = framed(&snap(c, 16));
+            let at = f.len() - 3;
+            f[at] ^= 0x01;
+            cap.extend(f);
+        }
+        let s = capture_series("c", &cap);
+        assert!(s.items.is_empty());
+        assert_eq!(s.bad.len(), 3);
+        let e = read_series([("c", cap.as_slice())], &Limits::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("c: no valid snapshot"), "{e}");
+        assert!(e.contains("3 frame(s), all bad"), "{e}");
+        // Nothing at all.
+        let e = read_series([("e", &b""[..])], &Limits::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("e: empty input"), "{e}");
+    }
+
+    #[test]
+    fn files_are_ordered_by_cycle_when_all_are_snapshots() {
+        let (a, b, c) = (
+            snap(9, 16).encode().unwrap(),
+            snap(2, 32).encode().unwrap(),
+            snap(9, 48).encode().unwrap(),
+        );
+        let s = read_series(
+            [
+                ("a", a.as_slice()),
+                ("b", b.as_slice()),
+                ("c", c.as_slice()),
+            ],
+            &Limits::default(),
+        )
+        .unwrap();
+        let names: Vec<&str> = s.items.iter().map(|i| i.name.as_str()).collect();
+        // Equal cycles keep the order given.
+        assert_eq!(names, ["b", "a", "c"]);
+        assert!(s.bad.is_empty());
+        assert_eq!(s.frames, 0);
+    }
+
+    #[test]
+    fn a_profile_among_the_files_keeps_the_order_given() {
+        let s1 = snap(1, 64);
+        let mut sym = crate::import::NoSymbols(&s1);
+        let p = crate::import::to_profile(&s1, &mut sym, &mut |_, _| {});
+        let pb = crate::profile::encode(&p);
+        let late = snap(7, 16).encode().unwrap();
+        let s = read_series(
+            [("late", late.as_slice()), ("p", pb.as_slice())],
+            &Limits::default(),
+        )
+        .unwrap();
+        let names: Vec<&str> = s.items.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["late", "p"]);
+        // The profile's in-use sums are the snapshot's sampled in-use values.
+        assert_eq!(
+            point(&s.items[1].input).in_use,
+            point(&Input::Snapshot {
+                snapshot: snap(1, 64),
+                bad_frames: 0,
+                frames: 0
+            })
+            .in_use
+        );
+    }
+
+    #[test]
+    fn exact_totals_and_drops_make_the_point() {
+        let mut s = snap(3, 64);
+        s.counters.set_heap(Some(sampler_core::HeapTotals {
+            allocs: 10,
+            frees: 4,
+            in_use_bytes: 1000,
+            peak_bytes: 2000,
+        }));
+        s.counters.samples = 50;
+        s.counters.bucket_table_full = 2;
+        let p = snapshot_point(&s);
+        assert_eq!(
+            p.in_use,
+            Some(InUse {
+                bytes: 1000,
+                objects: 6,
+                exact: true
+            })
+        );
+        assert_eq!(p.drops, [("bucket_table_full", 2)]);
+        assert_eq!(p.cycle, Some(3));
+    }
+
+    #[test]
+    fn pick_counts_good_frames_from_either_end() {
+        let mut cap = Vec::new();
+        for c in [1, 2, 3] {
+            cap.extend(framed(&snap(c, 16)));
+        }
+        cap.extend(b"junk\0");
+        let s = capture_series("cap", &cap);
+        let c = |i| cycle(&s.pick("cap", i).unwrap().input).unwrap();
+        assert_eq!((c(0), c(2), c(-1), c(-3)), (1, 3, 3, 1));
+        for bad in [3, -4, i64::MIN, i64::MAX] {
+            let e = s.pick("cap", bad).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "no good frame @{bad}: cap has 3 good frame(s) (@0..@2, or @-3..@-1 from the end)"
+                )
+            );
+        }
+        assert_eq!(
+            cycle(&capture_series("cap", &cap).take("cap", -2).unwrap().input),
+            Some(2)
+        );
+    }
+}

@@ -1,0 +1,287 @@
+//! The heap over time on real device output: the QEMU firmware's snapshots (written by
+//! `cargo xtask firmware` into `HEAPSNAP_FIRMWARE_OUT`) framed into one COBS serial
+//! capture with sampler-core's encoder, a boot banner before them and a corrupted frame
+//! in the middle, then read by `heapsnap timeline` and `heapsnap diff CAPTURE@N`.
+//! Every figure is checked against what `heapsnap inspect`, `heapsnap diff` and the
+//! profile library say of the snapshot files themselves.
+//!
+//! Fails (never skips) when the firmware's artifacts are missing: run it through
+//! `cargo xtask test`, or `cargo xtask firmware` and set the variable yourself.
+
+use e2e::{heapsnap, run, target_dir};
+use heapsnap_profile::analysis::{top, Filter};
+use sampler_core::snapshot::{decode, encode_framed_to_vec};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The ELF copy `cargo xtask firmware` leaves next to the snapshots.
+const ELF_NAME: &str = "heapsnap-firmware.elf";
+/// The firmware's leak, as its top row names it.
+const LEAK: &str = "router::remember_message";
+
+/// The capture built from the run, and what went into it.
+struct Capture {
+    path: PathBuf,
+    /// Snapshot files, in capture order (the firmware's order).
+    snaps: Vec<PathBuf>,
+    /// Byte offset of each good frame.
+    offsets: Vec<usize>,
+    /// Byte offset of the corrupted frame.
+    bad_at: usize,
+}
+
+/// A boot banner (no delimiter: its own bad frame), then every snapshot as a COBS
+/// frame, with a corrupted copy of the middle one inserted after it.
+fn capture(out: &Path, test: &str) -> Capture {
+    let snaps = e2e::firmware_snapshots(out);
+    let mut cap = b"boot: heapsnap firmware\r\n".to_vec();
+    cap.push(0);
+    let (mut offsets, mut bad_at) = (Vec::new(), 0);
+    for (i, p) in snaps.iter().enumerate() {
+        let snap = decode(&std::fs::read(p).unwrap()).unwrap();
+        let frame = encode_framed_to_vec(&snap).unwrap();
+        offsets.push(cap.len());
+        cap.extend(&frame);
+        if i == snaps.len() / 2 {
+            let mut bad = frame.clone();
+            // A flipped byte inside the frame (never a 0x00, which would split it).
+            let mid = bad.len() / 2;
+            bad[mid] = if bad[mid] == 0x5a { 0xa5 } else { 0x5a };
+            bad_at = cap.len();
+            cap.extend(&bad);
+        }
+    }
+    let dir = target_dir().join("firmware-timeline");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{test}.cobs"));
+    std::fs::write(&path, &cap).unwrap();
+    Capture {
+        path,
+        snaps,
+        offsets,
+        bad_at,
+    }
+}
+
+fn firmware_out() -> PathBuf {
+    e2e::firmware_output(
+        "HEAPSNAP_FIRMWARE_OUT",
+        ELF_NAME,
+        "cargo xtask firmware",
+        "firmware_timeline",
+    )
+}
+
+/// One row of the timeline table or CSV.
+#[derive(Debug, PartialEq)]
+struct Row {
+    index: usize,
+    cycle: u64,
+    bytes: i64,
+    objects: i64,
+    offset: usize,
+}
+
+fn table_rows(text: &str) -> Vec<Row> {
+    text.lines()
+        .skip_while(|l| !l.trim_start().starts_with("index"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("bad frames") && !l.starts_with("top "))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Row {
+                index: f[0].parse().unwrap(),
+                cycle: f[1].parse().unwrap(),
+                bytes: f[2].parse().unwrap(),
+                objects: f[3].parse().unwrap(),
+                offset: f[4].parse().unwrap(),
+            }
+        })
+        .collect()
+}
+
+fn csv_rows(text: &str) -> Vec<Row> {
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("index,name,offset,cycle,inuse_bytes,inuse_objects,in_use_from,drops")
+    );
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            assert_eq!(f.len(), 8, "{l}");
+            assert_eq!(f[6], "exact", "the firmware counts exact totals: {l}");
+            assert_eq!(f[7], "", "the firmware drops nothing: {l}");
+            Row {
+                index: f[0].parse().unwrap(),
+                offset: f[2].parse().unwrap(),
+                cycle: f[3].parse().unwrap(),
+                bytes: f[4].parse().unwrap(),
+                objects: f[5].parse().unwrap(),
+            }
+        })
+        .collect()
+}
+
+/// `heapsnap inspect`'s exact heap line of an input: (bytes, objects) in use.
+fn inspected(input: &str) -> (i64, i64) {
+    let text = run(Command::new(heapsnap()).arg("inspect").arg(input));
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("heap (exact)"))
+        .unwrap_or_else(|| panic!("no exact heap line in inspect of {input}:\n{text}"));
+    // `     6126 bytes in use in 163 objects, peak …`
+    let w: Vec<&str> = line.split_whitespace().collect();
+    (w[0].parse().unwrap(), w[5].parse().unwrap())
+}
+
+fn heapsnap_cmd(args: &[&str], elf: &Path) -> Command {
+    let mut c = Command::new(heapsnap());
+    c.args(args).arg("--elf").arg(elf);
+    c
+}
+
+#[test]
+fn timeline_of_a_capture_has_a_row_per_good_frame_and_the_leak_grows_as_diff_says() {
+    let out = firmware_out();
+    let elf = out.join(ELF_NAME);
+    let cap = capture(&out, "timeline");
+    let capture = cap.path.to_str().unwrap();
+    let text = run(&mut heapsnap_cmd(&["timeline", capture, "-n", "5"], &elf));
+
+    // One row per good frame, in the firmware's (cycle) order, at its offset.
+    let rows = table_rows(&text);
+    assert_eq!(rows.len(), cap.snaps.len(), "{text}");
+    let cycles: Vec<u64> = cap
+        .snaps
+        .iter()
+        .map(|p| decode(&std::fs::read(p).unwrap()).unwrap().cycle)
+        .collect();
+    assert!(cycles.windows(2).all(|w| w[0] < w[1]), "{cycles:?}");
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!((r.index, r.cycle, r.offset), (i, cycles[i], cap.offsets[i]));
+        // Each row is what inspect says of the snapshot file and of CAPTURE@i.
+        let file = inspected(cap.snaps[i].to_str().unwrap());
+        assert_eq!((r.bytes, r.objects), file, "row {i}:\n{text}");
+        assert_eq!(inspected(&format!("{capture}@{i}")), file);
+    }
+    assert!(
+        text.contains("in use: exact heap totals"),
+        "the header says where in-use figures come from:\n{text}"
+    );
+    // The leak climbs.
+    assert!(rows.last().unwrap().bytes > rows[0].bytes, "{text}");
+
+    // The bad frames: the banner at 0 and the corrupted one at its offset.
+    assert!(text.contains("bad frames (2):"), "{text}");
+    let bad: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("bad frames"))
+        .skip(1)
+        .take(2)
+        .collect();
+    assert!(bad[0].contains(" offset 0 "), "{bad:?}");
+    assert!(
+        bad[1].contains(&format!(" offset {} ", cap.bad_at)) && bad[1].contains("checksum"),
+        "{bad:?}"
+    );
+    assert!(
+        text.contains(&format!(
+            "{} frame(s) in the capture, {} good, 2 bad",
+            cap.snaps.len() + 2,
+            cap.snaps.len()
+        )),
+        "{text}"
+    );
+
+    // The leak's growth is its row in the diff of the first and last snapshot files.
+    let grown = text
+        .lines()
+        .skip_while(|l| !l.starts_with("top "))
+        .find(|l| l.ends_with(LEAK))
+        .unwrap_or_else(|| panic!("{LEAK} is not among the growing functions:\n{text}"));
+    let grown: i64 = grown.split_whitespace().next().unwrap().parse().unwrap();
+    let pb = target_dir().join("firmware-timeline/first-last.pb.gz");
+    let (first, last) = (&cap.snaps[0], cap.snaps.last().unwrap());
+    run(heapsnap_cmd(&["diff"], &elf)
+        .arg(first)
+        .arg(last)
+        .arg("-o")
+        .arg(&pb));
+    let d = heapsnap_profile::profile::decode(&std::fs::read(&pb).unwrap()).unwrap();
+    let i = d.sample_index("inuse_space").unwrap();
+    let leak = top(&d, i, &Filter::none())
+        .unwrap()
+        .rows
+        .into_iter()
+        .find(|r| r.name.ends_with(LEAK))
+        .expect("the leak in the diff");
+    assert!(leak.flat > 0);
+    assert_eq!(grown, leak.flat, "{text}");
+    // The top grower is the leak.
+    let first_grower = text
+        .lines()
+        .skip_while(|l| !l.starts_with("top "))
+        .nth(2)
+        .unwrap();
+    assert!(first_grower.ends_with(LEAK), "{text}");
+
+    // CSV: the same numbers, one header row and one row per snapshot.
+    let csv = run(Command::new(heapsnap()).args(["timeline", "--format", "csv", capture]));
+    assert_eq!(csv_rows(&csv), rows, "{csv}");
+}
+
+#[test]
+fn diff_of_capture_frames_is_the_diff_of_the_files() {
+    let out = firmware_out();
+    let elf = out.join(ELF_NAME);
+    let cap = capture(&out, "diff");
+    let capture = cap.path.to_str().unwrap();
+    let (first, last) = (&cap.snaps[0], cap.snaps.last().unwrap());
+    let files = run(heapsnap_cmd(&["diff"], &elf).arg(first).arg(last));
+    let frames = run(&mut heapsnap_cmd(
+        &["diff", &format!("{capture}@0"), &format!("{capture}@-1")],
+        &elf,
+    ));
+    assert!(files.contains(LEAK), "{files}");
+    assert_eq!(frames, files);
+    // A frame of the capture mixed with a plain file.
+    let n = cap.snaps.len();
+    let mixed = run(heapsnap_cmd(&["diff", &format!("{capture}@{}", -(n as i64))], &elf).arg(last));
+    assert_eq!(mixed, files);
+
+    // A bad index names how many good frames there are.
+    let o = heapsnap_cmd(
+        &["diff", &format!("{capture}@{n}"), &format!("{capture}@0")],
+        &elf,
+    )
+    .output()
+    .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "no good frame @{n}: {capture} has {n} good frame(s) (@0..@{}, or @-{n}..@-1 from the end)",
+            n - 1
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn timeline_of_the_snapshot_files_given_out_of_order_is_by_cycle() {
+    let out = firmware_out();
+    let mut snaps = e2e::firmware_snapshots(&out);
+    snaps.reverse();
+    let csv = run(Command::new(heapsnap())
+        .args(["timeline", "--format", "csv"])
+        .args(&snaps));
+    let names: Vec<String> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(1).unwrap().to_owned())
+        .collect();
+    snaps.reverse();
+    let want: Vec<String> = snaps.iter().map(|p| p.display().to_string()).collect();
+    assert_eq!(names, want, "{csv}");
+}
