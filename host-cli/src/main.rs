@@ -413,13 +413,7 @@ fn timeline(
     }
     let mut files = Vec::new();
     for path in inputs {
-        let bytes = read_capped(
-            Path::new(path),
-            "input",
-            limits.input_size,
-            "input-size",
-            b"",
-        )?;
+        let bytes = read_input_bytes(path, limits)?;
         files.push((path.as_str(), bytes));
     }
     let series = series::read_series(files.iter().map(|(p, b)| (*p, b.as_slice())), limits)?;
@@ -774,17 +768,22 @@ fn read_capped(path: &Path, what: &str, cap: u64, name: &str, magic: &[u8]) -> R
     }
 }
 
+/// An input's bytes (file or `-`), within the `input-size` limit.
+fn read_input_bytes(path: &str, limits: &Limits) -> Result<Vec<u8>> {
+    read_capped(
+        Path::new(path),
+        "input",
+        limits.input_size,
+        "input-size",
+        b"",
+    )
+}
+
 /// Reads an input (file or `-`) within the limits: the decoded input and its size
 /// in bytes (what the entry budget of a later conversion is relative to).
 fn read_input(path: &str, limits: &Limits) -> Result<(Input, u64)> {
     if let Some((capture, index)) = frame_pick(path) {
-        let bytes = read_capped(
-            Path::new(capture),
-            "input",
-            limits.input_size,
-            "input-size",
-            b"",
-        )?;
+        let bytes = read_input_bytes(capture, limits)?;
         let s = series::read_series([(capture, bytes.as_slice())], limits)?;
         let (frames, bad) = (s.frames, s.bad.len());
         let item = s.take(capture, index)?;
@@ -796,13 +795,7 @@ fn read_input(path: &str, limits: &Limits) -> Result<(Input, u64)> {
         }
         return Ok((item.input, bytes.len() as u64));
     }
-    let bytes = read_capped(
-        Path::new(path),
-        "input",
-        limits.input_size,
-        "input-size",
-        b"",
-    )?;
+    let bytes = read_input_bytes(path, limits)?;
     let i = import::guess_limited(&bytes, limits).with_context(|| path.to_owned())?;
     if let Input::Snapshot {
         bad_frames, frames, ..
