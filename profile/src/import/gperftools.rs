@@ -247,13 +247,7 @@ impl Records {
     ) -> Result<(), InputError> {
         let format = self.format;
         let at = || format!("line {line} of the {format}");
-        self.budget.charge(6 + frames.len() as u64, at)?;
-        self.budget.cap(
-            "stack-depth",
-            frames.len() as u64,
-            || "frames in one stack".into(),
-            at,
-        )?;
+        self.charge_stack(&frames, &at)?;
         if c.inuse_objects == 0 && c.inuse_bytes != 0 {
             return Err(bad(
                 format,
@@ -313,6 +307,18 @@ impl Records {
         })
     }
 
+    /// Counts a record of `frames` against the entry budget and the stack-depth cap.
+    fn charge_stack(&mut self, frames: &[u64], at: &dyn Fn() -> String) -> Result<(), InputError> {
+        self.budget.charge(6 + frames.len() as u64, at)?;
+        self.budget.cap(
+            "stack-depth",
+            frames.len() as u64,
+            || "frames in one stack".into(),
+            at,
+        )?;
+        Ok(())
+    }
+
     /// A record of a profile that is not a heap's, at `at` (a line, a byte offset):
     /// its two values as [`Kind`] says where they go, and its stack (innermost first,
     /// as return addresses).
@@ -322,13 +328,7 @@ impl Records {
         values: [u64; 2],
         frames: Vec<u64>,
     ) -> Result<(), InputError> {
-        self.budget.charge(6 + frames.len() as u64, at)?;
-        self.budget.cap(
-            "stack-depth",
-            frames.len() as u64,
-            || "frames in one stack".into(),
-            at,
-        )?;
+        self.charge_stack(&frames, at)?;
         let stack_id = self.stack_id(frames, at)?;
         self.snap.buckets.push(Bucket {
             stack_id,
