@@ -4,7 +4,8 @@
 // tests/tests/firmware_e2e.rs. Usage:
 //   node viewer_import.mjs WWW OUT_DIR NAME=FILE[,FILE...]...
 // Writes OUT_DIR/result.json ({ errors, cases: { NAME: { error, status, comments,
-// sampleType, sampleTypes, top, importer, importerMemory } } }) and OUT_DIR/NAME.png.
+// sampleType, sampleTypes, top (the default type's rows), tops (every type's), importer,
+// answers } } }) and OUT_DIR/NAME.png.
 import fs from 'node:fs';
 import path from 'node:path';
 import { serve, launch } from './lib.mjs';
@@ -35,10 +36,18 @@ try {
       r.sampleTypes = await page.$$eval('[data-testid=sample-type] option', (o) => o.map((x) => x.value));
       await page.click('[data-view=top]');
       await page.waitForSelector('[data-testid=top-table]');
-      r.top = await page.$$eval('[data-testid=top-row]', (rows) => rows.map((row) => {
+      const readTop = () => page.$$eval('[data-testid=top-row]', (rows) => rows.map((row) => {
         const v = [...row.querySelectorAll('td[data-value]')].map((td) => Number(td.dataset.value));
         return { name: row.dataset.name, flat: v[0], flatPct: v[1], sumPct: v[2], cum: v[3], cumPct: v[4] };
       }));
+      r.top = await readTop();
+      // Every sample type's table.
+      r.tops = {};
+      for (const st of r.sampleTypes) {
+        await page.selectOption('[data-testid=sample-type]', st);
+        await page.waitForFunction((x) => document.querySelector('.status')?.textContent.includes(`${x}:`), st);
+        r.tops[st] = await readTop();
+      }
       // The page answers after the importer's worker ended.
       r.answers = await page.evaluate(() => 1 + 1);
     }

@@ -99,10 +99,24 @@ fn every_format_the_cli_reads_opens_in_the_viewer_with_the_same_top_table() {
         );
         assert_eq!(case["importer"], 1, "{name}: not read by the importer");
         assert_eq!(case["answers"], 2, "{name}: the page stopped answering");
-        let st = case["sampleType"].as_str().expect("a sample type");
-        let theirs = cli_rows(f, st, &dir);
-        assert!(!theirs.is_empty(), "{name}: pprof shows no rows");
-        assert_same_table(&format!("{name} ({st})"), &page_rows(&case["top"]), &theirs);
+        // Every sample type; the default one is what the page opened with.
+        let default = case["sampleType"].as_str().expect("a sample type");
+        assert_eq!(
+            page_rows(&case["top"]),
+            page_rows(&case["tops"][default]),
+            "{name}: the default type's table"
+        );
+        let types = case["sampleTypes"].as_array().expect("sample types");
+        assert!(!types.is_empty(), "{name}: no sample types");
+        for st in types.iter().filter_map(|t| t.as_str()) {
+            let theirs = cli_rows(f, st, &dir);
+            assert!(!theirs.is_empty(), "{name}: pprof shows no rows for {st}");
+            assert_same_table(
+                &format!("{name} ({st})"),
+                &page_rows(&case["tops"][st]),
+                &theirs,
+            );
+        }
     }
 
     // The CLI's own error for the truncated snapshot, named by the file.
