@@ -213,8 +213,19 @@ pub fn set_artifact_env(c: &mut Command) {
         .env("HEAPSNAP_FIRMWARE_C_OUT", crate::firmware_c::out_dir());
 }
 
-/// `cargo xtask bench`: every criterion benchmark (figures are printed by criterion).
+/// `cargo xtask bench`: every criterion benchmark (figures are printed by criterion);
+/// `--peers [--short]`: the sampler against jemalloc's profiler instead.
 pub fn bench(args: &[String]) -> Res {
+    if args.first().map(String::as_str) == Some("--peers") {
+        return match &args[1..] {
+            [] => crate::peers::run(false),
+            [s] if s == "--short" => crate::peers::run(true),
+            other => Err(format!(
+                "`bench --peers` takes only `--short` (got `{}`)",
+                other.join(" ")
+            )),
+        };
+    }
     let mut c = cargo();
     c.args(["bench", "--workspace"]).args(args);
     set_artifact_env(&mut c);
