@@ -299,6 +299,71 @@ fn measure(name: &str, ops: usize, f: impl FnOnce()) {
     );
 }
 
+/// Frames of recursion above `main`'s own (about 8 with the runtime's and libc's) in
+/// the sampled-allocation cost: 32 frames in all.
+const COST_DEPTH: usize = 24;
+/// Timed allocations in the sampled-allocation cost.
+const COST_ALLOCS: usize = 20_000;
+
+/// `COST_ALLOCS` 64-byte alloc+free pairs `depth` frames down, each timed.
+#[inline(never)]
+fn deep_allocs(depth: usize, out: &mut Vec<u64>) {
+    if depth == 0 {
+        for _ in 0..COST_ALLOCS {
+            let t = Instant::now();
+            black_box(Box::new([7u8; 64]));
+            out.push(t.elapsed().as_nanos() as u64);
+        }
+    } else {
+        deep_allocs(depth - 1, out);
+        black_box(depth);
+    }
+}
+
+/// The cost of one sampled allocation: every allocation sampled (heapsnap at rate 1,
+/// jemalloc `prof.reset` to lg_prof_sample 0), p50 and p99 of an alloc+free pair.
+fn sample_cost(config: Config) -> Result<(), String> {
+    match config {
+        Config::Heapsnap512K => {
+            HEAPSNAP_512K.profiler().set_rate(1);
+        }
+        Config::JemallocProf512K => {
+            // SAFETY: prof.reset takes a size_t, the new lg_prof_sample.
+            unsafe { tikv_jemalloc_ctl::raw::write(b"prof.reset\0", 0usize) }
+                .map_err(|e| format!("mallctl prof.reset: {e}"))?;
+        }
+        _ => return Err(format!("no sampled-allocation cost for {}", config.name())),
+    }
+    let mut times = Vec::with_capacity(COST_ALLOCS);
+    deep_allocs(COST_DEPTH, &mut times); // warm-up: stacks interned, caches filled
+    times.clear();
+    deep_allocs(COST_DEPTH, &mut times);
+    times.sort_unstable();
+    let pct = |p: usize| times.get(times.len() * p / 100).copied().unwrap_or(0);
+    // Proof that every one was sampled: heapsnap's counter, jemalloc's live rate.
+    match config {
+        Config::Heapsnap512K => {
+            let n = HEAPSNAP_512K.profiler().counters().samples;
+            if n < 2 * COST_ALLOCS as u64 {
+                return Err(format!(
+                    "heapsnap sampled {n} of {} allocations",
+                    2 * COST_ALLOCS
+                ));
+            }
+        }
+        _ => {
+            // SAFETY: mallctl read of a size_t.
+            let lg = unsafe { tikv_jemalloc_ctl::raw::read::<usize>(b"prof.lg_sample\0") }
+                .map_err(|e| format!("mallctl prof.lg_sample: {e}"))?;
+            if lg != 0 {
+                return Err(format!("jemalloc samples at lg_sample {lg}, not 0"));
+            }
+        }
+    }
+    println!("cost {} {}", pct(50), pct(99));
+    Ok(())
+}
+
 fn child(config: Config, out: &Path, short: bool) -> Result<(), String> {
     let got = chosen();
     if got != config as u8 {
@@ -358,6 +423,8 @@ fn child(config: Config, out: &Path, short: bool) -> Result<(), String> {
                 &HEAPSNAP_4K
             };
             let p = a.profiler();
+            // Publish the samples: a snapshot shows closed record cycles only.
+            p.advance_cycle();
             let c = p.counters();
             println!("samples {}", c.samples);
             println!(
@@ -403,6 +470,8 @@ struct Opts {
     out: PathBuf,
     heapsnap: Option<PathBuf>,
     guard: bool,
+    /// Child: time sampled allocations instead of the workloads.
+    sample_cost: bool,
 }
 
 fn run_child(exe: &Path, o: &Opts, config: Config, check_symbols: bool) -> Result<Run, String> {
@@ -490,6 +559,37 @@ fn run_child(exe: &Path, o: &Opts, config: Config, check_symbols: bool) -> Resul
         }
     }
     Ok(run)
+}
+
+/// The sampled-allocation cost in a child of its own: (p50, p99) in ns.
+fn run_cost(exe: &Path, config: Config) -> Result<(u64, u64), String> {
+    let mut c = Command::new(exe);
+    c.args(["--child", config.name(), "--sample-cost"])
+        .env(ALLOC_ENV, config.name())
+        .env_remove("_RJEM_MALLOC_CONF");
+    if let Some(conf) = config.malloc_conf() {
+        c.env("_RJEM_MALLOC_CONF", conf);
+    }
+    let out = c
+        .output()
+        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let cost = stdout.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(' ').collect();
+        match f.as_slice() {
+            ["cost", a, b] => Some((a.parse().ok()?, b.parse().ok()?)),
+            _ => None,
+        }
+    });
+    match cost {
+        Some(c) if out.status.success() => Ok(c),
+        _ => Err(format!(
+            "{} (sampled-allocation cost): {}\n{}{stdout}",
+            config.name(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )),
+    }
 }
 
 /// A jemalloc dump at `interval` with samples: `heap_v2/INTERVAL` then
@@ -590,7 +690,7 @@ fn parent(o: &Opts) -> Result<(), String> {
     let started = Instant::now();
     let load_before = machine();
     // The short run (the test command's guard) skips the 4 KiB configurations.
-    let configs: Vec<Config> = configs
+    let configs: Vec<Config> = CONFIGS
         .into_iter()
         .filter(|c| !(o.short && c.interval() == Some(4096)))
         .collect();
@@ -679,6 +779,32 @@ fn parent(o: &Opts) -> Result<(), String> {
             .collect::<Vec<_>>()
             .join("; ")
     );
+    if !o.short {
+        // Three processes each, the median of their p50s and of their p99s.
+        let mut line = String::new();
+        for config in [Config::Heapsnap512K, Config::JemallocProf512K] {
+            let mut p50 = Vec::new();
+            let mut p99 = Vec::new();
+            for _ in 0..3 {
+                let (a, b) = run_cost(&exe, config)?;
+                p50.push(a as f64);
+                p99.push(b as f64);
+            }
+            line += &format!(
+                "\n  {:<44} p50 {:>6.0} ns, p99 {:>6.0} ns",
+                match config {
+                    Config::Heapsnap512K => "heapsnap (rate 1, host unwinder HostStack):",
+                    _ => "jemalloc (lg_prof_sample 0, its libgcc unwinder):",
+                },
+                median(&p50),
+                median(&p99)
+            );
+        }
+        println!(
+            "\none sampled 64-byte alloc+free, 32 frames deep ({COST_ALLOCS} timed pairs, \
+             Instant::now() around each, median of 3 processes):{line}"
+        );
+    }
     println!("machine after: {}", machine());
     // The goals, and the guard.
     let mut failures = Vec::new();
@@ -732,6 +858,7 @@ fn parse_args() -> Result<(Option<Config>, Opts), String> {
         out: std::env::temp_dir().join("bench-peers"),
         heapsnap: None,
         guard: false,
+        sample_cost: false,
     };
     while let Some(a) = it.next() {
         let mut val = |flag: &str| it.next().ok_or(format!("{flag} needs a value"));
@@ -744,6 +871,7 @@ fn parse_args() -> Result<(Option<Config>, Opts), String> {
                 );
             }
             "--short" => o.short = true,
+            "--sample-cost" => o.sample_cost = true,
             "--guard" => o.guard = true,
             "--runs" => {
                 let v = val("--runs")?;
@@ -766,6 +894,7 @@ fn parse_args() -> Result<(Option<Config>, Opts), String> {
 
 fn main() -> ExitCode {
     let r = parse_args().and_then(|(child_config, o)| match child_config {
+        Some(c) if o.sample_cost => sample_cost(c),
         Some(c) => child(c, &o.out, o.short),
         None => parent(&o),
     });
