@@ -72,6 +72,10 @@ pub fn run(args: &[String]) -> Res {
         "viewer against speedscope and the floor (short benchmark: heapsnap's first flame graph no slower)",
         &|| crate::viewer::peers(&tools::root().join("www"), true),
     );
+    go(
+        "sampler against jemalloc's profiler (short benchmark: heapsnap's overhead at 512 KiB no worse beyond the noise)",
+        &|| crate::peers::run(true),
+    );
     go("firmware in QEMU", &|| {
         crate::firmware::build_and_run().map(|_| ())
     });
