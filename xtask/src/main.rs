@@ -9,6 +9,7 @@ mod firmware;
 mod firmware_c;
 mod fuzz;
 mod guide;
+mod peers;
 mod sampler;
 mod test;
 mod tools;
@@ -37,7 +38,9 @@ tasks:
                                  run it in QEMU writing snapshots; the C library's flash/RAM
   guide                          compile every code block of docs/integrating.md and README.md;
                                  build the guide's firmware at default release, run it in QEMU
-  bench                          run the criterion benchmarks and print their figures
+  bench [--peers [--short]]      run the criterion benchmarks and print their figures
+                                 (--peers: heapsnap's sampler against jemalloc's profiler on
+                                 the same workloads, one table; --short: 512 KiB only, quick)
   device                         sampler-core device builds, no-panic link test, flash size
   check                          rustfmt, clippy (warnings denied), viewer/device feature builds
   fuzz [--seconds N]             run every cargo-fuzz target briefly (as `test` does),

@@ -72,6 +72,10 @@ pub fn run(args: &[String]) -> Res {
         "viewer against speedscope and the floor (short benchmark: heapsnap's first flame graph no slower)",
         &|| crate::viewer::peers(&tools::root().join("www"), true),
     );
+    go(
+        "sampler against jemalloc's profiler (short benchmark: heapsnap's overhead at 512 KiB no worse beyond the noise)",
+        &|| crate::peers::run(true),
+    );
     go("firmware in QEMU", &|| {
         crate::firmware::build_and_run().map(|_| ())
     });
@@ -213,8 +217,19 @@ pub fn set_artifact_env(c: &mut Command) {
         .env("HEAPSNAP_FIRMWARE_C_OUT", crate::firmware_c::out_dir());
 }
 
-/// `cargo xtask bench`: every criterion benchmark (figures are printed by criterion).
+/// `cargo xtask bench`: every criterion benchmark (figures are printed by criterion);
+/// `--peers [--short]`: the sampler against jemalloc's profiler instead.
 pub fn bench(args: &[String]) -> Res {
+    if args.first().map(String::as_str) == Some("--peers") {
+        return match &args[1..] {
+            [] => crate::peers::run(false),
+            [s] if s == "--short" => crate::peers::run(true),
+            other => Err(format!(
+                "`bench --peers` takes only `--short` (got `{}`)",
+                other.join(" ")
+            )),
+        };
+    }
     let mut c = cargo();
     c.args(["bench", "--workspace"]).args(args);
     set_artifact_env(&mut c);
