@@ -849,7 +849,10 @@ fn parent(o: &Opts) -> Result<(), String> {
         // At least GUARD_FLOOR points: on a quiet machine the spread of the
         // unprofiled runs can be smaller than the round-to-round wobble of a paired
         // ratio, and the guard must catch a regression, not a noisy round.
-        if o.guard && hs > je + noise.max(GUARD_FLOOR) {
+        // Not the 4-thread pipe: on two cores its figures are the scheduler's (run-to-run
+        // spread 50–80 %, paired ratios from −47 % to +98 % in one run), so a guard on it
+        // would fail or pass by chance; it is reported, not guarded.
+        if o.guard && *name != "pipe-4-threads" && hs > je + noise.max(GUARD_FLOOR) {
             failures.push(format!(
                 "{name}: heapsnap's overhead at 512 KiB ({hs:+.1}%) exceeds jemalloc's ({je:+.1}%) \
                  by more than the run's noise ({:.1}%)",
