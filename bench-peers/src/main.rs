@@ -495,21 +495,31 @@ struct Opts {
     sample_cost: bool,
 }
 
-fn run_child(exe: &Path, o: &Opts, config: Config, check_symbols: bool) -> Result<Run, String> {
+/// Runs this binary as the child for `config` (`--child NAME` and `args`), its
+/// allocator and jemalloc's options set in its environment (and only there).
+fn child_output(
+    exe: &Path,
+    config: Config,
+    args: &[&std::ffi::OsStr],
+) -> Result<std::process::Output, String> {
     let mut c = Command::new(exe);
-    c.args(["--child", config.name(), "--out"])
-        .arg(&o.out)
+    c.args(["--child", config.name()])
+        .args(args)
         .env(ALLOC_ENV, config.name())
         .env_remove("_RJEM_MALLOC_CONF");
-    if o.short {
-        c.arg("--short");
-    }
     if let Some(conf) = config.malloc_conf() {
         c.env("_RJEM_MALLOC_CONF", conf);
     }
-    let out = c
-        .output()
-        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+    c.output()
+        .map_err(|e| format!("cannot start {}: {e}", exe.display()))
+}
+
+fn run_child(exe: &Path, o: &Opts, config: Config, check_symbols: bool) -> Result<Run, String> {
+    let mut args = vec![std::ffi::OsStr::new("--out"), o.out.as_os_str()];
+    if o.short {
+        args.push("--short".as_ref());
+    }
+    let out = child_output(exe, config, &args)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         return Err(format!(
@@ -584,16 +594,7 @@ fn run_child(exe: &Path, o: &Opts, config: Config, check_symbols: bool) -> Resul
 
 /// The sampled-allocation cost in a child of its own: (p50, p99) in ns.
 fn run_cost(exe: &Path, config: Config) -> Result<(u64, u64), String> {
-    let mut c = Command::new(exe);
-    c.args(["--child", config.name(), "--sample-cost"])
-        .env(ALLOC_ENV, config.name())
-        .env_remove("_RJEM_MALLOC_CONF");
-    if let Some(conf) = config.malloc_conf() {
-        c.env("_RJEM_MALLOC_CONF", conf);
-    }
-    let out = c
-        .output()
-        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+    let out = child_output(exe, config, &["--sample-cost".as_ref()])?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let cost = stdout.lines().find_map(|l| {
         let f: Vec<&str> = l.split(' ').collect();
