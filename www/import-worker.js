@@ -5,8 +5,18 @@
 // it, and posts back a pprof profile (or says the file is an ELF, or is pprof).
 // A worker of its own, ended after each file: the importer's wasm and the memory a big
 // snapshot or ELF took are returned to the browser, and the page stays responsive.
+// A serial capture with several good frames is the exception: it is read as a series
+// (`SeriesReader`), answered with its last frame and the series' points, and the
+// worker stays alive for the chart (www/series.js), which asks it for other frames.
 // See viewer-wasm/src/load.rs.
-import init, { Importer, sniff_len } from './pkg/viewer_import.js';
+import init, { Importer, SeriesReader, sniff_len } from './pkg/viewer_import.js';
+
+// What is being read, for the page (a large capture or ELF takes seconds).
+function progress(text) {
+  self.postMessage({ progress: text });
+}
+
+const MB = (n) => `${(n / 1048576).toFixed(1)} MB`;
 
 // The bytes of a Blob, inflated if gzipped, refused past `limit` bytes before (or,
 // inflating, while) reading; with `head`, only its first `head` bytes (inflated).
@@ -21,11 +31,16 @@ async function bytesOf(blob, what, [limitName, limit], head = Infinity) {
   const reader = blob.stream().pipeThrough(new DecompressionStream('gzip')).getReader();
   const parts = [];
   let total = 0;
+  let told = 0;
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
     total += value.length;
     parts.push(value);
+    if (head === Infinity && total - told > (8 << 20)) {
+      told = total;
+      progress(`inflating ${what}: ${MB(total)}`);
+    }
     if (total >= head) {
       reader.cancel();
       break;
@@ -61,14 +76,56 @@ self.onmessage = async (e) => {
       self.postMessage({ elf: true });
       return;
     }
+    const elves = [];
     for (const file of beside) {
       if (!isElf(new Uint8Array(await file.slice(0, 4).arrayBuffer()))) continue;
-      importer.add_elf(file.name, await bytesOf(file, file.name, ['elf-size', importer.elf_limit()]));
+      progress(`reading ${file.name} (${MB(file.size)})`);
+      elves.push([file.name, await bytesOf(file, file.name, ['elf-size', importer.elf_limit()])]);
     }
+    progress(`reading ${name} (${MB(input.size)})`);
     const bytes = await bytesOf(input, name, ['input-size', importer.input_limit()]);
+    if (SeriesReader.is_capture(head) && await series(name, bytes, elves, format)) return;
+    for (const [n, b] of elves) importer.add_elf(n, b);
     const profile = importer.convert(bytes);
     self.postMessage({ profile, format }, [profile.buffer]);
   } catch (err) {
     self.postMessage({ error: String((err && err.message) || err) });
   }
 };
+
+// A capture as a series: answers with its last good frame and the points, then keeps
+// answering the chart's requests ({ id, frame } / { id, areas }) until it is ended.
+// False (nothing posted) when the capture has fewer than two good frames: the plain
+// path shows it as its last snapshot, with its message.
+async function series(name, bytes, elves, format) {
+  const reader = new SeriesReader();
+  for (const [n, b] of elves) {
+    progress(`parsing ${n}`);
+    reader.add_elf(n, b);
+  }
+  reader.add_file(name, bytes);
+  progress(`decoding the frames of ${name}`);
+  let summary;
+  try { summary = JSON.parse(reader.read()); } catch (_) { summary = { points: [] }; }
+  if (summary.points.length < 2) {
+    reader.free();
+    return false;
+  }
+  progress(`symbolizing the last frame of ${name}`);
+  const profile = reader.profile(summary.points.length - 1);
+  self.postMessage({ profile, format, series: summary }, [profile.buffer]);
+  self.onmessage = (e) => {
+    const { id, frame, areas } = e.data;
+    try {
+      if (areas) {
+        self.postMessage({ id, areas: JSON.parse(reader.areas()) });
+      } else {
+        const p = reader.profile(frame);
+        self.postMessage({ id, profile: p }, [p.buffer]);
+      }
+    } catch (err) {
+      self.postMessage({ id, error: String((err && err.message) || err) });
+    }
+  };
+  return true;
+}

@@ -285,3 +285,136 @@ fn timeline_of_the_snapshot_files_given_out_of_order_is_by_cycle() {
     let want: Vec<String> = snaps.iter().map(|p| p.display().to_string()).collect();
     assert_eq!(names, want, "{csv}");
 }
+
+/// `go tool pprof -top` rows (exact bytes) of what `heapsnap convert --elf` makes of
+/// `input` (`CAPTURE@i`), or of its diff against `base`.
+fn pprof_rows(input: &str, base: Option<&str>, elf: &Path, dir: &Path) -> Vec<e2e::TopRow> {
+    let convert = |input: &str, name: &str| {
+        let pb = dir.join(name);
+        run(heapsnap_cmd(&["convert", input], elf).arg("-o").arg(&pb));
+        pb
+    };
+    let new = convert(input, "new.pb.gz");
+    let mut args = vec![
+        "-top".to_owned(),
+        "-nodefraction=0".to_owned(),
+        "-unit=bytes".to_owned(),
+        "-sample_index=inuse_space".to_owned(),
+    ];
+    if let Some(b) = base {
+        args.push(format!("-diff_base={}", convert(b, "base.pb.gz").display()));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    e2e::parse_pprof_top(&e2e::pprof(&args, &new))
+}
+
+/// The number in `(N B)` of a chart tooltip: the exact in-use bytes of its point.
+fn tip_bytes(tip: &serde_json::Value) -> i64 {
+    let tip = tip.as_str().expect("a tooltip");
+    let end = tip.find(" B)").expect(tip);
+    let start = tip[..end].rfind('(').expect(tip) + 1;
+    tip[start..end].replace(',', "").parse().expect(tip)
+}
+
+#[test]
+fn the_viewer_charts_a_capture_and_shows_its_points_and_their_diff() {
+    let out = firmware_out();
+    let elf = out.join(ELF_NAME);
+    let cap = capture(&out, "viewer");
+    let capture = cap.path.to_str().unwrap();
+    let last = cap.snaps.len() - 1;
+    let dir = target_dir().join("firmware-timeline/viewer");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let www = e2e::www();
+    let last_arg = last.to_string();
+    let args = [
+        www.as_os_str(),
+        dir.as_os_str(),
+        cap.path.as_os_str(),
+        elf.as_os_str(),
+        "0".as_ref(),
+        last_arg.as_ref(),
+    ];
+    let r = e2e::browser_script("viewer_series.mjs", &args, &dir);
+    assert_eq!(r["errors"], serde_json::json!([]), "errors in the page: {r}");
+
+    // One point per good frame; both bad frames marked where they were.
+    assert_eq!(r["points"], cap.snaps.len(), "{r}");
+    let bad = r["bad"].as_array().unwrap();
+    assert_eq!(bad.len(), 2, "{r}");
+    assert!(bad[0].as_str().unwrap().contains("offset 0 "), "{r}");
+    assert!(
+        bad[1].as_str().unwrap().contains(&format!("offset {} ", cap.bad_at)),
+        "{r}"
+    );
+    let head = r["head"].as_str().unwrap();
+    assert!(
+        head.contains(&format!("{} snapshots of {} frames, 2 bad", cap.snaps.len(), cap.snaps.len() + 2)),
+        "{head}"
+    );
+    // Opens on the last point, whose top table the views show.
+    assert_eq!(r["selected"], serde_json::json!([last]), "{r}");
+
+    // The stacked areas are `heapsnap timeline`'s growing functions, in its order.
+    let text = run(&mut heapsnap_cmd(&["timeline", capture, "-n", "6"], &elf));
+    let growing: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("top "))
+        .skip(2)
+        .map(|l| l.split_whitespace().last().unwrap())
+        .collect();
+    let legend: Vec<&str> = r["legend"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(legend, growing, "{text}");
+    assert!(legend[0].ends_with(LEAK), "{legend:?}");
+
+    // In-use bytes at each point shown are the device's, as timeline and inspect say,
+    // so the chart rises by what the timeline says.
+    let rows = table_rows(&text);
+    assert_eq!(tip_bytes(&r["first"]["tip"]), rows[0].bytes, "{r}");
+    assert_eq!(tip_bytes(&r["second"]["tip"]), rows[last].bytes, "{r}");
+    assert!(rows[last].bytes > rows[0].bytes);
+
+    // A click shows that point: the top table is pprof's of `heapsnap convert CAP@i`.
+    for (key, at) in [("first", 0), ("second", last)] {
+        let shown = &r[key];
+        assert!(
+            shown["status"].as_str().unwrap().contains(&format!("viewer.cobs@{at}")),
+            "{shown}"
+        );
+        let theirs = pprof_rows(&format!("{capture}@{at}"), None, &elf, &dir);
+        e2e::assert_same_table(key, &e2e::page_rows(&shown["rows"]), &theirs);
+    }
+    // The opening view (the last point) is the same table.
+    let theirs = pprof_rows(&format!("{capture}@{last}"), None, &elf, &dir);
+    e2e::assert_same_table("last", &e2e::page_rows(&r["last"]["rows"]), &theirs);
+
+    // Shift-click: the diff of the two points, with the older as the base, equals
+    // pprof's -diff_base of the two frames (what `heapsnap diff CAP@0 CAP@-1` says).
+    let theirs = pprof_rows(&format!("{capture}@{last}"), Some(&format!("{capture}@0")), &elf, &dir);
+    e2e::assert_same_table("diff", &e2e::page_rows(&r["diff"]["rows"]), &theirs);
+    assert!(
+        r["diffBase"].as_str().unwrap().contains("viewer.cobs@0"),
+        "{r}"
+    );
+    let leak = theirs.iter().find(|t| t.name.ends_with(LEAK)).unwrap();
+    assert!(leak.flat > 0, "the leak grew: {leak:?}");
+
+    // Peak: the point with the most in use, shown alone (no base left).
+    let peak = rows
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, r)| (r.bytes, std::cmp::Reverse(*i)))
+        .unwrap()
+        .0;
+    assert_eq!(r["peak"], serde_json::json!([peak]), "{r}");
+    assert_eq!(r["peakBase"], false, "{r}");
+    // Another file ends the series; the demo's link opens the same chart.
+    assert_eq!(r["closed"], true, "{r}");
+    assert_eq!(r["linkPoints"], cap.snaps.len(), "{r}");
+}

@@ -10,6 +10,10 @@
 //! file, so the memory a large snapshot, capture or ELF took is returned to the
 //! browser, and the page keeps answering while it works.
 
+mod series;
+
+pub use series::SeriesReader;
+
 use heapsnap_profile::import::{self, Input};
 use heapsnap_profile::limits::Limits;
 use heapsnap_symbolize::{snapshot_profile, Elf};

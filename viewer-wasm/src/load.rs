@@ -446,21 +446,39 @@ extern "C" {
 // Reads a file through the importer module in a worker of its own (see
 // www/import-worker.js), ended when it answers: resolves to the pprof bytes, or to
 // null when the importer sees a pprof file (the decoder's message stands) unless
-// `whole` asks for its whole-file decode; rejects with the importer's message.
+// `whole` asks for its whole-file decode; rejects with the importer's message. Its
+// progress messages are shown in `#import-progress`; a capture read as a series
+// resolves to its last frame and hands the worker to the chart (www/series.js).
 #[wasm_bindgen::prelude::wasm_bindgen(inline_js = r#"
 export function import_file(input, name, beside, whole) {
   return new Promise((resolve, reject) => {
     let worker;
     try { worker = new Worker('import-worker.js', { type: 'module' }); }
     catch (e) { reject(new Error(`the importer cannot start (${e.message})`)); return; }
+    const shown = document.getElementById('import-progress');
+    const done = () => { if (shown) shown.hidden = true; };
     worker.onmessage = (e) => {
-      worker.terminate();
       const m = e.data;
+      if (m.progress !== undefined) {
+        if (shown) { shown.textContent = m.progress; shown.hidden = false; }
+        return;
+      }
+      done();
+      if (m.series) {
+        // A capture read as a series: the worker stays with the chart.
+        import(new URL('series.js', document.baseURI).href)
+          .then((s) => s.open(worker, m.series, name))
+          .catch(() => worker.terminate());
+        resolve(m.profile);
+        return;
+      }
+      worker.terminate();
       if (m.error !== undefined) reject(new Error(m.error));
       else resolve(m.pprof ? null : m.profile); // undefined: an ELF
     };
     worker.onerror = (e) => {
       worker.terminate();
+      done();
       reject(new Error(`the importer failed (${e.message || 'it did not load'}); is www/pkg/viewer_import.js built?`));
     };
     worker.postMessage({ input, name, beside, whole });

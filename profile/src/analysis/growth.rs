@@ -44,6 +44,19 @@ pub fn growth(
     Ok((rows, unit))
 }
 
+/// The flat value of each of `names` in `p` for `sample_type`, as its row of the top
+/// table shows it (0 for a function without a row): what one point of a series puts
+/// under each growing function, so a chart's stacked areas add up to the rows
+/// `heapsnap top` prints for that point.
+pub fn flat_of(p: &Profile, sample_type: &str, names: &[String]) -> Result<Vec<i64>, GrowthError> {
+    let i = p.sample_index(sample_type).map_err(GrowthError::SampleType)?;
+    let rows = top(p, i, &Filter::none())?.rows;
+    Ok(names
+        .iter()
+        .map(|n| rows.iter().find(|r| &r.name == n).map_or(0, |r| r.flat))
+        .collect())
+}
+
 #[cfg(all(test, feature = "snapshot"))]
 mod tests {
     use super::*;
@@ -114,5 +127,14 @@ mod tests {
             growth(&first, &last, "nope", 1),
             Err(GrowthError::SampleType(_))
         ));
+    }
+
+    #[test]
+    fn flat_of_is_each_functions_row_and_zero_without_one() {
+        let p = snap(&[(1, 3), (2, 10)]);
+        let names = ["f2000".to_owned(), "f1000".to_owned(), "absent".to_owned()];
+        assert_eq!(flat_of(&p, "inuse_space", &names).unwrap(), [160, 48, 0]);
+        assert_eq!(flat_of(&p, "inuse_objects", &names).unwrap(), [10, 3, 0]);
+        assert!(flat_of(&p, "nope", &names).is_err());
     }
 }

@@ -21,7 +21,7 @@ pub use compact::{
     CompactDecoder,
 };
 pub use flame::{FlameNode, FlameTree};
-pub use growth::{growth, GrowthError};
+pub use growth::{flat_of, growth, GrowthError};
 pub use index::{Analysed, Filter, FilterError, Frame, Index, Pattern, ValueOverflow};
 pub use source::{SourceLine, SourceTable};
 pub use top::{top, Inline, TopRow, TopTable};

@@ -1,0 +1,241 @@
+//! The heap over time in the browser: a serial capture, or several snapshot files,
+//! read as one series by the library `heapsnap timeline` uses
+//! ([`heapsnap_profile::import::series`]), for the page's chart (`www/series.js`).
+//!
+//! The worker that reads a series stays alive while its chart is shown: the decoded
+//! frames and the ELF stay here, so a click on a point only converts that frame.
+
+use heapsnap_profile::analysis::{flat_of, growth};
+use heapsnap_profile::import::series::{self, Series};
+use heapsnap_profile::import::{to_profile_limited, Input, Resolved, Symbols};
+use heapsnap_profile::limits::{Budget, Limits};
+use heapsnap_profile::profile::{Mapping, Profile};
+use heapsnap_symbolize::{snapshot_profile, Elf, Resolver};
+use prost::Message;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use wasm_bindgen::prelude::wasm_bindgen;
+
+/// How many growing functions the chart stacks (the rest of the heap is one band).
+const AREAS: usize = 6;
+
+/// Files read as one series, with the ELFs that symbolize its snapshots.
+#[wasm_bindgen]
+pub struct SeriesReader {
+    files: Vec<(String, Vec<u8>)>,
+    /// ELF bytes by name: parsed for each conversion (an [`Elf`] is consumed by the
+    /// resolver it serves).
+    elves: Vec<(String, Vec<u8>)>,
+    series: Series,
+    /// The size of the input each item came from (its budget, as the CLI counts).
+    input_len: u64,
+    limits: Limits,
+}
+
+impl Default for SeriesReader {
+    fn default() -> Self {
+        SeriesReader::new()
+    }
+}
+
+#[wasm_bindgen]
+impl SeriesReader {
+    /// An empty reader with the CLI's default limits.
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> SeriesReader {
+        SeriesReader {
+            files: Vec::new(),
+            elves: Vec::new(),
+            series: Series::default(),
+            input_len: 0,
+            limits: Limits::default(),
+        }
+    }
+
+    /// Whether `head` (a file's first bytes) is a serial capture: read as a series
+    /// (a chart of every good frame), not as its last snapshot.
+    pub fn is_capture(head: &[u8]) -> bool {
+        series::is_capture(head)
+    }
+
+    /// Adds a file of the series (a capture, a snapshot or a profile), refused past
+    /// the `input-size` limit.
+    pub fn add_file(&mut self, name: &str, bytes: Vec<u8>) -> Result<(), String> {
+        if bytes.len() as u64 > self.limits.input_size {
+            return Err(format!(
+                "{name}: {} bytes, over the input-size limit of {} bytes",
+                bytes.len(),
+                self.limits.input_size
+            ));
+        }
+        self.input_len = self.input_len.max(bytes.len() as u64);
+        self.files.push((name.to_owned(), bytes));
+        Ok(())
+    }
+
+    /// Adds an ELF to symbolize the snapshots with (checked that it parses now, so a
+    /// bad ELF is named before the chart is drawn).
+    pub fn add_elf(&mut self, name: &str, bytes: Vec<u8>) -> Result<(), String> {
+        Elf::parse(name, &bytes).map_err(|e| e.to_string())?;
+        self.elves.push((name.to_owned(), bytes));
+        Ok(())
+    }
+
+    /// Reads the files added as one series (their bytes are dropped after) and
+    /// returns what the chart draws, as JSON: per good point its name, cycle, offset,
+    /// in-use bytes and objects (exact or sampled) and non-zero drop counters; the bad
+    /// frames with their offsets. A series without a good point is an error that says
+    /// so, with the last bad frame's reason.
+    pub fn read(&mut self) -> Result<String, String> {
+        let files = std::mem::take(&mut self.files);
+        self.series = series::read_series(
+            files.iter().map(|(n, b)| (n.as_str(), b.as_slice())),
+            &self.limits,
+        )
+        .map_err(|e| e.to_string())?;
+        drop(files);
+        let points: Vec<Value> = self
+            .series
+            .items
+            .iter()
+            .map(|item| {
+                let p = series::point(&item.input);
+                let drops: serde_json::Map<String, Value> =
+                    p.drops.iter().map(|(n, v)| ((*n).to_owned(), json!(v))).collect();
+                json!({
+                    "name": item.name,
+                    "offset": item.offset,
+                    "cycle": p.cycle,
+                    "bytes": p.in_use.map(|u| u.bytes),
+                    "objects": p.in_use.map(|u| u.objects),
+                    "exact": p.in_use.is_some_and(|u| u.exact),
+                    "drops": drops,
+                })
+            })
+            .collect();
+        let bad: Vec<Value> = self
+            .series
+            .bad
+            .iter()
+            .map(|b| json!({ "name": b.name, "offset": b.offset, "len": b.len, "error": b.error }))
+            .collect();
+        Ok(json!({ "frames": self.series.frames, "points": points, "bad": bad }).to_string())
+    }
+
+    /// The point `index` as a pprof protobuf (not gzipped), symbolized with the ELFs
+    /// added, as `heapsnap convert FILE@index --elf ELF` makes it.
+    pub fn profile(&self, index: usize) -> Result<Vec<u8>, String> {
+        Ok(self.item_profile(index)?.encode_to_vec())
+    }
+
+    /// The functions that grew most from the first point to the last (the rows of
+    /// `heapsnap timeline`'s growth list) and each one's in-use bytes at every point
+    /// (its flat value in that point's top table), as JSON `{unit, functions,
+    /// values: [[per point] per function]}`: the chart's stacked areas. One resolver
+    /// (with a cache of the addresses it resolved) serves every point.
+    pub fn areas(&self) -> Result<String, String> {
+        let items = &self.series.items;
+        if items.is_empty() {
+            return Err("the series is empty".into());
+        }
+        let (a, b) = (self.item_profile(0)?, self.item_profile(items.len() - 1)?);
+        let (rows, unit) = growth(&a, &b, "inuse_space", AREAS).map_err(|e| e.to_string())?;
+        let names: Vec<String> = rows.into_iter().map(|r| r.name).collect();
+        let mut values = vec![Vec::with_capacity(items.len()); names.len()];
+        let reference = items.iter().rev().find_map(|i| match &i.input {
+            Input::Snapshot { snapshot, .. } => Some(snapshot),
+            Input::Profile(_) => None,
+        });
+        let mut resolver = reference
+            .map(|s| Resolver::new(s, self.parse_elves()?, None).map_err(|e| e.to_string()))
+            .transpose()?
+            .map(Cached::new);
+        for item in items {
+            let mut p = match (&item.input, resolver.as_mut()) {
+                (Input::Snapshot { snapshot, .. }, Some(r)) => {
+                    let mut budget = Budget::new(&self.limits, self.input_len);
+                    to_profile_limited(snapshot, r, &mut |_, _| {}, &mut budget)
+                        .map_err(|e| format!("{}: {e}", item.name))?
+                }
+                (Input::Profile(p), _) => p.clone(),
+                // Cannot be: a snapshot among the items made the resolver.
+                (Input::Snapshot { .. }, None) => return Err("no resolver".into()),
+            };
+            let _ = p.remove_uninteresting_frames();
+            let flat = flat_of(&p, "inuse_space", &names).map_err(|e| format!("{}: {e}", item.name))?;
+            for (v, f) in values.iter_mut().zip(flat) {
+                v.push(f);
+            }
+        }
+        Ok(json!({ "unit": unit, "functions": names, "values": values }).to_string())
+    }
+}
+
+impl SeriesReader {
+    fn parse_elves(&self) -> Result<Vec<Elf>, String> {
+        self.elves
+            .iter()
+            .map(|(n, b)| Elf::parse(n, b).map_err(|e| e.to_string()))
+            .collect()
+    }
+
+    /// A point as `heapsnap diff` reads it: symbolized, with pprof's frame pruning.
+    pub fn item_profile(&self, index: usize) -> Result<Profile, String> {
+        let good = self.series.items.len();
+        let item = self
+            .series
+            .items
+            .get(index)
+            .ok_or_else(|| format!("no point {index}: the series has {good}"))?;
+        let mut p = match &item.input {
+            Input::Snapshot { snapshot, .. } => snapshot_profile(
+                snapshot,
+                self.input_len,
+                self.parse_elves()?,
+                None,
+                false,
+                &self.limits,
+                &mut |_, _| {},
+            )
+            .map_err(|e| format!("{}: {e}", item.name))?,
+            Input::Profile(p) => p.clone(),
+        };
+        if let Err(e) = p.remove_uninteresting_frames() {
+            p.add_warning(&format!("{e}; no frames dropped (as go tool pprof)"));
+        }
+        Ok(p)
+    }
+}
+
+/// A symbolizer that remembers each address it resolved: the points of one series
+/// share nearly all their return addresses.
+struct Cached<S> {
+    inner: S,
+    seen: HashMap<u64, Resolved>,
+}
+
+impl<S> Cached<S> {
+    fn new(inner: S) -> Self {
+        Cached {
+            inner,
+            seen: HashMap::new(),
+        }
+    }
+}
+
+impl<S: Symbols> Symbols for Cached<S> {
+    fn mappings(&self) -> Vec<(Mapping, String, String)> {
+        self.inner.mappings()
+    }
+    fn resolve(&mut self, a: u64) -> Resolved {
+        if let Some(r) = self.seen.get(&a) {
+            return r.clone();
+        }
+        let r = self.inner.resolve(a);
+        self.seen.insert(a, r.clone());
+        r
+    }
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings()
+    }
+}

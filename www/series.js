@@ -1,0 +1,306 @@
+// The heap over time: the chart of a serial capture's snapshots (one point per good
+// frame), loaded only when a capture is opened (viewer-wasm/src/load.rs hands it the
+// importer's worker, which keeps the decoded frames and the ELF; www/import-worker.js).
+//
+// In-use bytes (or objects) per point, the functions that grew most from the first
+// point to the last as stacked areas (the rows `heapsnap timeline` lists), the drop
+// counters and bad frames on the same axis. A click shows that point in the flame, top
+// and source views below; a shift-click shows the diff from the point shown to the one
+// clicked (the older is the base); "Peak" jumps to the largest point. Each point is
+// converted by the worker and opened through the page's own file input, so the views
+// read it exactly as they read a file.
+import { openFiles } from './main.js';
+
+const SVG = 'http://www.w3.org/2000/svg';
+const COLORS = ['#c2410c', '#2563eb', '#059669', '#a21caf', '#ca8a04', '#0891b2', '#be123c', '#4d7c0f'];
+const OTHER = '#d6d3d1';
+
+let S = null;
+let opening = false;
+
+const root = () => document.getElementById('series');
+
+/// Shows the chart of `summary` (the worker's `SeriesReader.read()`), read from `name`.
+export function open(worker, summary, name) {
+  close();
+  const last = summary.points.length - 1;
+  S = { worker, summary, name, areas: null, areasError: null, shown: [last], metric: 'bytes', pending: new Map(), next: 1, hover: null };
+  worker.onmessage = (e) => {
+    const m = e.data;
+    const p = S && S.worker === worker && S.pending.get(m.id);
+    if (!p) return;
+    S.pending.delete(m.id);
+    if (m.error !== undefined) p.reject(new Error(m.error)); else p.resolve(m);
+  };
+  render();
+  ask({ areas: true })
+    .then((m) => { if (S && S.worker === worker) { S.areas = m.areas; render(); } })
+    .catch((e) => { if (S && S.worker === worker) { S.areasError = e.message; render(); } });
+}
+
+/// Ends the series (its worker and the memory it holds): another file was opened.
+export function close() {
+  if (!S) return;
+  S.worker.terminate();
+  S = null;
+  const r = root();
+  r.hidden = true;
+  r.replaceChildren();
+}
+
+// Any file the user opens (picked or dropped) ends the series; the chart's own do not.
+document.addEventListener('change', (e) => { if (!opening && e.target.type === 'file') close(); }, true);
+document.addEventListener('drop', () => { if (!opening) close(); }, true);
+
+function ask(message) {
+  const id = S.next++;
+  const p = new Promise((resolve, reject) => S.pending.set(id, { resolve, reject }));
+  S.worker.postMessage({ id, ...message });
+  return p;
+}
+
+function label(i) {
+  const p = S.summary.points[i];
+  return p.cycle == null ? p.name : `${p.name} (cycle ${p.cycle})`;
+}
+
+function fileOf(profile, i, when) {
+  return new File([profile], `${S.summary.points[i].name}.pb`, { lastModified: when });
+}
+
+async function show(i) {
+  S.shown = [i];
+  S.error = null;
+  render();
+  try {
+    const { profile } = await ask({ frame: i });
+    // One point: not a diff any more.
+    document.querySelector('.chip[title="Stop comparing"]')?.click();
+    opening = true;
+    try { openFiles([fileOf(profile, i, 2)]); } finally { opening = false; }
+  } catch (e) {
+    S.error = e.message;
+    render();
+  }
+}
+
+async function diff(a, b) {
+  if (a === b) return show(a);
+  const [old, young] = a < b ? [a, b] : [b, a];
+  S.shown = [old, young];
+  S.error = null;
+  render();
+  try {
+    const [pa, pb] = await Promise.all([ask({ frame: old }), ask({ frame: young })]);
+    // Two profiles at once: the older (by modification time) is the base.
+    opening = true;
+    try { openFiles([fileOf(pa.profile, old, 1), fileOf(pb.profile, young, 2)]); } finally { opening = false; }
+  } catch (e) {
+    S.error = e.message;
+    render();
+  }
+}
+
+function value(p) {
+  return S.metric === 'bytes' ? p.bytes : p.objects;
+}
+
+// pprof's auto units for bytes (1024-based: B, kB, MB, GB), two decimals at most.
+function bytesLabel(v) {
+  const units = ['B', 'kB', 'MB', 'GB', 'TB'];
+  let x = Math.abs(v);
+  let u = 0;
+  while (x >= 1024 && u < units.length - 1) { x /= 1024; u++; }
+  const n = u === 0 ? String(x) : x.toFixed(2).replace(/\.?0+$/, '');
+  return `${v < 0 ? '-' : ''}${n}${units[u]}`;
+}
+
+function valueLabel(v) {
+  return S.metric === 'bytes' ? bytesLabel(v) : v.toLocaleString('en-US');
+}
+
+function el(tag, attrs = {}, text) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function svg(tag, attrs = {}) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  return e;
+}
+
+function render() {
+  const r = root();
+  if (!S) return;
+  r.hidden = false;
+  const { points, bad, frames } = S.summary;
+  const n = points.length;
+
+  const head = el('div', { class: 'series-head' });
+  head.append(el('strong', {}, 'Heap over time'));
+  head.append(el('span', { class: 'muted' },
+    ` ${S.name}: ${n} snapshots` + (frames ? ` of ${frames} frames, ${bad.length} bad` : '') +
+    (points.every((p) => p.exact) ? ' · exact heap totals' : ' · sampled estimate where the device did not count')));
+  const peak = el('button', { class: 'btn', 'data-testid': 'series-peak', title: 'Show the point with the most in use' }, 'Peak');
+  peak.onclick = () => {
+    let best = 0;
+    points.forEach((p, i) => { if ((value(p) ?? -Infinity) > (value(points[best]) ?? -Infinity)) best = i; });
+    show(best);
+  };
+  const whole = el('button', { class: 'btn', 'data-testid': 'series-first-last', title: 'Diff of the first and last points' }, 'First → last');
+  whole.onclick = () => diff(0, n - 1);
+  const metric = el('select', { 'data-testid': 'series-metric', title: 'What the chart shows' });
+  for (const [v, t] of [['bytes', 'in-use bytes'], ['objects', 'in-use objects']]) {
+    const o = el('option', { value: v }, t);
+    if (v === S.metric) o.selected = true;
+    metric.append(o);
+  }
+  metric.onchange = () => { S.metric = metric.value; render(); };
+  head.append(peak, whole, metric);
+  const shown = S.shown.length === 1 ? `showing #${S.shown[0]} ${label(S.shown[0])}`
+    : `showing the diff #${S.shown[0]} → #${S.shown[1]}`;
+  head.append(el('span', { class: 'series-shown', 'data-testid': 'series-shown' }, shown));
+
+  const width = Math.max(480, (r.clientWidth || 1000) - 36);
+  const height = 190;
+  const pad = { l: 64, r: 12, t: 10, b: 34 };
+  const w = width - pad.l - pad.r;
+  const h = height - pad.t - pad.b;
+  const x = (i) => pad.l + (n === 1 ? w / 2 : (i * w) / (n - 1));
+  const vals = points.map((p) => value(p) ?? 0);
+  const max = Math.max(1, ...vals);
+  const y = (v) => pad.t + h - (Math.max(0, v) / max) * h;
+
+  const chart = svg('svg', { width, height, class: 'series-chart', 'data-testid': 'series-chart', 'data-points': n });
+  // Grid and y labels: 0, half, max.
+  for (const f of [0, 0.5, 1]) {
+    const v = max * f;
+    chart.append(svg('line', { x1: pad.l, x2: pad.l + w, y1: y(v), y2: y(v), class: 'grid' }));
+    const t = svg('text', { x: pad.l - 6, y: y(v) + 4, 'text-anchor': 'end', class: 'axis' });
+    t.textContent = valueLabel(Math.round(v));
+    chart.append(t);
+  }
+  // Stacked areas: the growing functions from the bottom, then the rest of the heap.
+  const areas = S.metric === 'bytes' && S.areas;
+  if (areas && areas.functions.length) {
+    const base = new Array(n).fill(0);
+    const layers = areas.values.map((vs, k) => ({ name: areas.functions[k], vs, color: COLORS[k % COLORS.length] }));
+    const sum = points.map((_, i) => areas.values.reduce((a, vs) => a + vs[i], 0));
+    layers.push({ name: 'rest of the heap', vs: vals.map((v, i) => Math.max(0, v - sum[i])), color: OTHER });
+    for (const layer of layers) {
+      const top = layer.vs.map((v, i) => base[i] + v);
+      let d = `M${x(0)},${y(top[0])}`;
+      for (let i = 1; i < n; i++) d += `L${x(i)},${y(top[i])}`;
+      for (let i = n - 1; i >= 0; i--) d += `L${x(i)},${y(base[i])}`;
+      const path = svg('path', { d: `${d}Z`, fill: layer.color, 'fill-opacity': layer.color === OTHER ? 0.5 : 0.55, class: 'area' });
+      chart.append(path);
+      for (let i = 0; i < n; i++) base[i] = top[i];
+    }
+  }
+  // The total line.
+  let line = '';
+  vals.forEach((v, i) => { line += `${i ? 'L' : 'M'}${x(i)},${y(v)}`; });
+  chart.append(svg('path', { d: line, class: 'total' }));
+  if (n <= 400) {
+    vals.forEach((v, i) => chart.append(svg('circle', { cx: x(i), cy: y(v), r: 2.5, class: 'pt' })));
+  }
+  // The points shown below.
+  for (const i of S.shown) {
+    chart.append(svg('line', { x1: x(i), x2: x(i), y1: pad.t, y2: pad.t + h, class: 'sel' }));
+    chart.append(svg('circle', { cx: x(i), cy: y(vals[i]), r: 5, class: 'pt sel', 'data-testid': 'series-selected', 'data-index': i }));
+  }
+  // Drops (a full table, lost samples) where they happened, and the bad frames
+  // between the good ones they came between (by capture offset).
+  const axisY = pad.t + h;
+  points.forEach((p, i) => {
+    if (!Object.keys(p.drops).length) return;
+    const m = svg('rect', { x: x(i) - 1.5, y: axisY + 3, width: 3, height: 8, class: 'drop', 'data-testid': 'series-drop', 'data-index': i });
+    const t = svg('title');
+    t.textContent = `#${i}: ${Object.entries(p.drops).map(([k, v]) => `${k}=${v}`).join(', ')}`;
+    m.append(t);
+    chart.append(m);
+  });
+  for (const b of bad) {
+    const after = points.findIndex((p) => p.offset != null && p.offset > b.offset);
+    const at = after < 0 ? x(n - 1) + 6 : after === 0 ? x(0) - 6 : (x(after - 1) + x(after)) / 2;
+    const m = svg('text', { x: at, y: axisY + 12, 'text-anchor': 'middle', class: 'bad', 'data-testid': 'series-bad' });
+    m.textContent = '×';
+    const t = svg('title');
+    t.textContent = `bad frame at offset ${b.offset} (${b.len} bytes): ${b.error}`;
+    m.append(t);
+    chart.append(m);
+  }
+  // x labels: first and last point.
+  for (const i of n > 1 ? [0, n - 1] : [0]) {
+    const t = svg('text', { x: x(i), y: height - 6, 'text-anchor': i ? 'end' : 'start', class: 'axis' });
+    t.textContent = `#${i}${points[i].cycle == null ? '' : ` · cycle ${points[i].cycle}`}`;
+    chart.append(t);
+  }
+  const guide = svg('line', { y1: pad.t, y2: pad.t + h, class: 'guide', visibility: 'hidden' });
+  chart.append(guide);
+  const hit = svg('rect', { x: pad.l - (n === 1 ? w / 2 : w / (2 * (n - 1))), y: 0, width: n === 1 ? w : w + w / (n - 1), height, class: 'hit', 'data-testid': 'series-hit', 'data-left': x(0), 'data-step': n === 1 ? 0 : w / (n - 1) });
+  chart.append(hit);
+
+  const tip = el('div', { class: 'series-tip', 'data-testid': 'series-tip', hidden: '' });
+  const nearest = (e) => {
+    const box = chart.getBoundingClientRect();
+    const px = e.clientX - box.left;
+    return n === 1 ? 0 : Math.min(n - 1, Math.max(0, Math.round(((px - pad.l) * (n - 1)) / w)));
+  };
+  hit.onmousemove = (e) => {
+    const i = nearest(e);
+    guide.setAttribute('x1', x(i));
+    guide.setAttribute('x2', x(i));
+    guide.setAttribute('visibility', 'visible');
+    tip.replaceChildren(...tipLines(i).map((l) => el('div', {}, l)));
+    tip.hidden = false;
+    const box = r.getBoundingClientRect();
+    tip.style.left = `${Math.min(e.clientX - box.left + 14, box.width - 300)}px`;
+    tip.style.top = `${e.clientY - box.top + 14}px`;
+  };
+  hit.onmouseleave = () => { tip.hidden = true; guide.setAttribute('visibility', 'hidden'); };
+  hit.onclick = (e) => {
+    const i = nearest(e);
+    if (e.shiftKey) diff(S.shown[S.shown.length - 1], i); else show(i);
+  };
+
+  const legend = el('div', { class: 'series-legend', 'data-testid': 'series-legend' });
+  if (S.metric === 'bytes' && S.areas) {
+    if (!S.areas.functions.length) legend.append(el('span', { class: 'muted' }, 'no function grew from the first point to the last'));
+    S.areas.functions.forEach((f, k) => {
+      const item = el('span', { class: 'key', title: f, 'data-function': f });
+      item.append(el('i', { style: `background:${COLORS[k % COLORS.length]}` }), document.createTextNode(f));
+      legend.append(item);
+    });
+  } else if (S.metric === 'bytes' && !S.areasError) {
+    legend.append(el('span', { class: 'muted' }, 'finding the functions that grew…'));
+  }
+  if (S.areasError) legend.append(el('span', { class: 'series-error' }, `no areas: ${S.areasError}`));
+  legend.append(el('span', { class: 'muted hint' }, 'click a point to show it · shift-click to diff with the one shown'));
+
+  const parts = [head, chart, legend];
+  if (S.error) parts.push(el('div', { class: 'series-error', role: 'alert', 'data-testid': 'series-error' }, S.error));
+  if (bad.length) {
+    const d = el('details', { class: 'series-bad' });
+    d.append(el('summary', {}, `${bad.length} bad frame${bad.length > 1 ? 's' : ''} in the capture`));
+    for (const b of bad) d.append(el('div', {}, `offset ${b.offset} (${b.len} bytes): ${b.error}`));
+    parts.push(d);
+  }
+  parts.push(tip);
+  r.replaceChildren(...parts);
+}
+
+function tipLines(i) {
+  const p = S.summary.points[i];
+  const lines = [`#${i} ${label(i)}`];
+  if (p.bytes != null) lines.push(`in use: ${bytesLabel(p.bytes)} (${p.bytes.toLocaleString('en-US')} B) in ${p.objects.toLocaleString('en-US')} objects${p.exact ? '' : ' (sampled estimate)'}`);
+  if (S.areas) {
+    S.areas.functions.forEach((f, k) => lines.push(`${f}: ${bytesLabel(S.areas.values[k][i])}`));
+  }
+  const drops = Object.entries(p.drops);
+  if (drops.length) lines.push(`dropped: ${drops.map(([k, v]) => `${k}=${v}`).join(', ')}`);
+  return lines;
+}
