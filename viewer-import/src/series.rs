@@ -151,7 +151,7 @@ impl SeriesReader {
             .transpose()?
             .map(Cached::new);
         for item in items {
-            let mut p = match (&item.input, resolver.as_mut()) {
+            let p = match (&item.input, resolver.as_mut()) {
                 (Input::Snapshot { snapshot, .. }, Some(r)) => {
                     let mut budget = Budget::new(&self.limits, self.input_len);
                     to_profile_limited(snapshot, r, &mut |_, _| {}, &mut budget)
@@ -161,7 +161,6 @@ impl SeriesReader {
                 // Cannot be: a snapshot among the items made the resolver.
                 (Input::Snapshot { .. }, None) => return Err("no resolver".into()),
             };
-            let _ = p.remove_uninteresting_frames();
             let flat = flat_of(&p, "inuse_space", &names).map_err(|e| format!("{}: {e}", item.name))?;
             for (v, f) in values.iter_mut().zip(flat) {
                 v.push(f);
@@ -179,7 +178,9 @@ impl SeriesReader {
             .collect()
     }
 
-    /// A point as `heapsnap diff` reads it: symbolized, with pprof's frame pruning.
+    /// A point as `heapsnap diff` reads it: symbolized. (`diff` also applies pprof's
+    /// frame pruning, which changes nothing here: only legacy text profiles name
+    /// frames to drop, and a capture holds heapsnap snapshots.)
     pub fn item_profile(&self, index: usize) -> Result<Profile, String> {
         let good = self.series.items.len();
         let item = self
@@ -187,7 +188,7 @@ impl SeriesReader {
             .items
             .get(index)
             .ok_or_else(|| format!("no point {index}: the series has {good}"))?;
-        let mut p = match &item.input {
+        match &item.input {
             Input::Snapshot { snapshot, .. } => snapshot_profile(
                 snapshot,
                 self.input_len,
@@ -197,13 +198,9 @@ impl SeriesReader {
                 &self.limits,
                 &mut |_, _| {},
             )
-            .map_err(|e| format!("{}: {e}", item.name))?,
-            Input::Profile(p) => p.clone(),
-        };
-        if let Err(e) = p.remove_uninteresting_frames() {
-            p.add_warning(&format!("{e}; no frames dropped (as go tool pprof)"));
+            .map_err(|e| format!("{}: {e}", item.name)),
+            Input::Profile(p) => Ok(p.clone()),
         }
-        Ok(p)
     }
 }
 

@@ -27,7 +27,7 @@ tasks:
                                  convert, serve the viewer with the profile preloaded
   test                           run every test (what CI runs)
   viewer [--dev]                 build the browser viewer into www/pkg
-  bench-viewer [--peers [--short]]
+  bench-viewer [--peers [--short] | --series]
                                  time file → first flame paint and memory in headless Chromium
                                  (--peers: against the floor, speedscope and go tool pprof,
                                  one table; --short: the test command's guard)

@@ -212,17 +212,21 @@ pub fn ensure_browser_tools() -> Res<PathBuf> {
 /// `--peers`: heapsnap against the floor and its peers in one run instead (see
 /// [`peers`]); `--peers --short` is the guard the test command runs.
 pub fn bench(args: &[String]) -> Res {
-    let (mut with_peers, mut short) = (false, false);
+    let (mut with_peers, mut short, mut series) = (false, false, false);
     for a in args {
         match a.as_str() {
             "--peers" => with_peers = true,
             "--short" => short = true,
+            "--series" => series = true,
             a => {
                 return Err(format!(
-                    "`bench-viewer` takes --peers [--short] (got `{a}`)"
+                    "`bench-viewer` takes --peers [--short] or --series (got `{a}`)"
                 ))
             }
         }
+    }
+    if series {
+        return bench_series();
     }
     if short && !with_peers {
         return Err("`bench-viewer --short` goes with --peers".into());
@@ -240,6 +244,30 @@ pub fn bench(args: &[String]) -> Res {
             .arg(&www)
             .arg(&out)
             .env("HEAPSNAP_NODE_MODULES", modules),
+    )
+}
+
+/// The heap over time (tests/browser/bench_series.mjs): a generated capture of 10,000
+/// snapshots of the QEMU demo firmware opened with its ELF; file to chart, to areas, to
+/// the flame graph, click to flame, and one snapshot converted in wasm against the
+/// release CLI.
+fn bench_series() -> Res {
+    let www = build(true)?;
+    let modules = ensure_browser_tools()?;
+    step("building heapsnap (release) and running the demo firmware in QEMU");
+    tools::run(cargo().args(["build", "--release", "-p", "host-cli", "--bin", "heapsnap"]))?;
+    crate::firmware::build_and_run()?;
+    let out = target_dir().join("bench-series");
+    step("the heap over time in headless Chromium");
+    tools::run(
+        Command::new("node")
+            .arg(tools::root().join("tests/browser/bench_series.mjs"))
+            .arg(&www)
+            .arg(&out)
+            .arg(crate::firmware::out_dir())
+            .arg(crate::firmware::elf_path())
+            .env("HEAPSNAP_NODE_MODULES", modules)
+            .env("BENCH_HEAPSNAP", target_dir().join("release/heapsnap")),
     )
 }
 
