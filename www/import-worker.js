@@ -56,10 +56,16 @@ async function bytesOf(blob, what, [limitName, limit], head = Infinity) {
   return head === Infinity ? out : out.subarray(0, head);
 }
 
+// How long each step took (ms), handed to the page with a series (the benchmark
+// prints them).
+const phases = {};
+
 self.onmessage = async (e) => {
   const { input, name, beside, whole } = e.data;
   try {
+    const started = performance.now();
     await init();
+    phases.wasm = performance.now() - started;
     const importer = new Importer();
     // The format decides from the head: a pprof file goes back to the viewer's own
     // decoder (and its message) without being read here, unless the viewer asks for
@@ -83,7 +89,9 @@ self.onmessage = async (e) => {
       elves.push([file.name, await bytesOf(file, file.name, ['elf-size', importer.elf_limit()])]);
     }
     progress(`reading ${name} (${MB(input.size)})`);
+    const reading = performance.now();
     const bytes = await bytesOf(input, name, ['input-size', importer.input_limit()]);
+    phases.read = performance.now() - reading;
     if (SeriesReader.is_capture(head) && await series(name, bytes, elves, format)) return;
     for (const [n, b] of elves) importer.add_elf(n, b);
     const profile = importer.convert(bytes);
@@ -93,8 +101,8 @@ self.onmessage = async (e) => {
   }
 };
 
-// A capture as a series: answers with its last good frame and the points, then keeps
-// answering the chart's requests ({ id, frame } / { id, areas }) until it is ended.
+// A capture as a series: answers with the points (the chart), then its last good frame
+// (the views), then keeps answering the chart's requests until it is ended.
 // False (nothing posted) when the capture has fewer than two good frames: the plain
 // path shows it as its last snapshot, with its message.
 async function series(name, bytes, elves, format) {
@@ -106,19 +114,29 @@ async function series(name, bytes, elves, format) {
   reader.add_file(name, bytes);
   progress(`decoding the frames of ${name}`);
   let summary;
+  const decoding = performance.now();
   try { summary = JSON.parse(reader.read()); } catch (_) { summary = { points: [] }; }
+  phases.decode = performance.now() - decoding;
+  summary.phases = phases;
   if (summary.points.length < 2) {
     reader.free();
     return false;
   }
+  // The chart first: it needs no symbols. Then the last frame, for the views.
+  self.postMessage({ series: summary, format });
   progress(`symbolizing the last frame of ${name}`);
   const profile = reader.profile(summary.points.length - 1);
-  self.postMessage({ profile, format, series: summary }, [profile.buffer]);
+  self.postMessage({ profile, format }, [profile.buffer]);
+  // The chart's requests, one at a time in order: a point's profile, the growing
+  // functions, their values over a range of points (a range per request, so a click
+  // waits for one range at most).
   self.onmessage = (e) => {
-    const { id, frame, areas } = e.data;
+    const { id, frame, growing, areas } = e.data;
     try {
-      if (areas) {
-        self.postMessage({ id, areas: JSON.parse(reader.areas()) });
+      if (growing) {
+        self.postMessage({ id, growing: JSON.parse(reader.growing()) });
+      } else if (areas) {
+        self.postMessage({ id, values: JSON.parse(reader.areas(areas[0], areas[1])) });
       } else {
         const p = reader.profile(frame);
         self.postMessage({ id, profile: p }, [p.buffer]);

@@ -20,22 +20,45 @@ let opening = false;
 
 const root = () => document.getElementById('series');
 
-/// Shows the chart of `summary` (the worker's `SeriesReader.read()`), read from `name`.
-export function open(worker, summary, name) {
+/// Shows the chart of `summary` (the worker's `SeriesReader.read()`), read from `name`;
+/// the worker's messages that are not answers to the chart go to `other`.
+export function open(worker, summary, name, other = () => {}) {
   close();
+  window.__heapsnapSeriesPhases = summary.phases;
   const last = summary.points.length - 1;
-  S = { worker, summary, name, areas: null, areasError: null, shown: [last], metric: 'bytes', pending: new Map(), next: 1, hover: null };
+  S = { worker, summary, name, areas: null, areasError: null, shown: [last], metric: 'bytes', pending: new Map(), next: 1 };
   worker.onmessage = (e) => {
     const m = e.data;
+    if (m.id === undefined) { other(m); return; }
     const p = S && S.worker === worker && S.pending.get(m.id);
     if (!p) return;
     S.pending.delete(m.id);
     if (m.error !== undefined) p.reject(new Error(m.error)); else p.resolve(m);
   };
   render();
-  ask({ areas: true })
-    .then((m) => { if (S && S.worker === worker) { S.areas = m.areas; render(); } })
-    .catch((e) => { if (S && S.worker === worker) { S.areasError = e.message; render(); } });
+  fillAreas(worker).catch((e) => { if (S && S.worker === worker) { S.areasError = e.message; render(); } });
+}
+
+/// How many points one request for the areas covers.
+const RANGE = 250;
+
+/// The growing functions, then their values a range of points at a time, drawn as
+/// they come (every quarter second at most).
+async function fillAreas(worker) {
+  const { growing } = await ask({ growing: true });
+  if (!S || S.worker !== worker) return;
+  S.areas = { ...growing, values: growing.functions.map(() => []) };
+  const n = S.summary.points.length;
+  let drawn = performance.now();
+  for (let from = 0; from < n; from += RANGE) {
+    const { values } = await ask({ areas: [from, Math.min(n, from + RANGE)] });
+    if (!S || S.worker !== worker) return;
+    values.forEach((vs, k) => S.areas.values[k].push(...vs));
+    if (performance.now() - drawn > 250 || from + RANGE >= n) {
+      render();
+      drawn = performance.now();
+    }
+  }
 }
 
 /// Ends the series (its worker and the memory it holds): another file was opened.
@@ -189,19 +212,21 @@ function render() {
   }
   // Stacked areas: the growing functions from the bottom, then the rest of the heap.
   const areas = S.metric === 'bytes' && S.areas;
-  if (areas && areas.functions.length) {
-    const base = new Array(n).fill(0);
+  // Points whose areas are known so far (they come a range at a time).
+  const known = areas && areas.functions.length ? areas.values[0].length : 0;
+  if (known) {
+    const base = new Array(known).fill(0);
     const layers = areas.values.map((vs, k) => ({ name: areas.functions[k], vs, color: COLORS[k % COLORS.length] }));
-    const sum = points.map((_, i) => areas.values.reduce((a, vs) => a + vs[i], 0));
-    layers.push({ name: 'rest of the heap', vs: vals.map((v, i) => Math.max(0, v - sum[i])), color: OTHER });
+    const sum = base.map((_, i) => areas.values.reduce((a, vs) => a + vs[i], 0));
+    layers.push({ name: 'rest of the heap', vs: sum.map((s, i) => Math.max(0, vals[i] - s)), color: OTHER });
     for (const layer of layers) {
       const top = layer.vs.map((v, i) => base[i] + v);
       let d = `M${x(0)},${y(top[0])}`;
-      for (let i = 1; i < n; i++) d += `L${x(i)},${y(top[i])}`;
-      for (let i = n - 1; i >= 0; i--) d += `L${x(i)},${y(base[i])}`;
+      for (let i = 1; i < known; i++) d += `L${x(i)},${y(top[i])}`;
+      for (let i = known - 1; i >= 0; i--) d += `L${x(i)},${y(base[i])}`;
       const path = svg('path', { d: `${d}Z`, fill: layer.color, 'fill-opacity': layer.color === OTHER ? 0.5 : 0.55, class: 'area' });
       chart.append(path);
-      for (let i = 0; i < n; i++) base[i] = top[i];
+      for (let i = 0; i < known; i++) base[i] = top[i];
     }
   }
   // The total line.
@@ -272,7 +297,10 @@ function render() {
   };
 
   const legend = el('div', { class: 'series-legend', 'data-testid': 'series-legend' });
+  const complete = S.areas && (!S.areas.functions.length || S.areas.values[0].length === points.length);
+  if (complete || S.areasError) legend.dataset.complete = '1';
   if (S.metric === 'bytes' && S.areas) {
+    if (!complete) legend.append(el('span', { class: 'muted' }, `symbolizing the points… ${S.areas.values[0].length} of ${points.length}`));
     if (!S.areas.functions.length) legend.append(el('span', { class: 'muted' }, 'no function grew from the first point to the last'));
     S.areas.functions.forEach((f, k) => {
       const item = el('span', { class: 'key', title: f, 'data-function': f });
@@ -301,7 +329,7 @@ function tipLines(i) {
   const p = S.summary.points[i];
   const lines = [`#${i} ${label(i)}`];
   if (p.bytes != null) lines.push(`in use: ${bytesLabel(p.bytes)} (${p.bytes.toLocaleString('en-US')} B) in ${p.objects.toLocaleString('en-US')} objects${p.exact ? '' : ' (sampled estimate)'}`);
-  if (S.areas) {
+  if (S.areas && i < (S.areas.values[0] || []).length) {
     S.areas.functions.forEach((f, k) => lines.push(`${f}: ${bytesLabel(S.areas.values[k][i])}`));
   }
   const drops = Object.entries(p.drops);

@@ -81,20 +81,21 @@ try {
         const s = window.__stamps;
         const now = performance.now();
         if (!s.chart && document.querySelector('[data-testid=series-chart]')) s.chart = now;
-        if (!s.areas && document.querySelector('[data-testid=series-legend] .key')) s.areas = now;
+        if (!s.areas && document.querySelector('[data-testid=series-legend][data-complete="1"]')) s.areas = now;
       }).observe(document.body, { childList: true, subtree: true });
       document.querySelector('[data-testid=file-input]').addEventListener('change', () => {
         if (!window.__stamps.chosen) window.__stamps.chosen = performance.now();
       }, true);
     });
     await page.setInputFiles('[data-testid=file-input]', [capture, elf]);
-    await page.waitForSelector('[data-testid=series-legend] .key, [data-testid=series-legend] .series-error', { timeout: 300000 });
+    await page.waitForSelector('[data-testid=series-legend][data-complete="1"]', { timeout: 300000 });
     await page.waitForFunction(() => performance.getEntriesByName('heapsnap:flame-painted').length >= 1, null, { timeout: 300000 });
     const t = await page.evaluate(() => ({
       ...window.__stamps,
       painted: performance.getEntriesByName('heapsnap:flame-painted')[0].startTime,
       error: document.querySelector('[data-testid=series-legend] .series-error')?.textContent ?? null,
       points: Number(document.querySelector('[data-testid=series-chart]').dataset.points),
+      phases: window.__heapsnapSeriesPhases,
     }));
     if (t.error) throw new Error(`the areas failed: ${t.error}`);
     if (t.points !== FRAMES) throw new Error(`the chart has ${t.points} points, not ${FRAMES}`);
@@ -117,6 +118,7 @@ try {
       firstFlame: t.painted - t.chosen,
       click: clicked - clickAt,
       wasmConvert: convert[convert.length - 1],
+      phases: t.phases,
     });
     await page.close();
   }
@@ -149,6 +151,8 @@ fs.writeFileSync(path.join(outDir, 'series.json'), JSON.stringify(result, null, 
 const ms = (v) => `${v.toFixed(0)} ms`;
 console.log(`heap over time: ${FRAMES} snapshots (${(captureSize / 1048576).toFixed(1)} MB capture) + ${path.basename(elf)}, medians of ${RUNS} runs`);
 console.log(`  file chosen → chart drawn          ${ms(result.median.chart)}   (target ≤ 1000 ms)`);
+const ph = runs[Math.floor(RUNS / 2)].phases || {};
+console.log(`    in the importer's worker: wasm started ${ms(ph.wasm ?? NaN)}, capture read ${ms(ph.read ?? NaN)}, frames decoded ${ms(ph.decode ?? NaN)}`);
 console.log(`  file chosen → growing areas drawn  ${ms(result.median.areas)}`);
 console.log(`  file chosen → last point's flame   ${ms(result.median.firstFlame)}`);
 console.log(`  click → that point's flame         ${ms(result.median.click)}`);

@@ -62,7 +62,7 @@ try {
   await page.waitForSelector('[data-testid=file-input]', { state: 'attached' });
   await page.setInputFiles('[data-testid=file-input]', [capture, elf]);
   await page.waitForSelector('[data-testid=series-chart]', { timeout: 60000 });
-  await page.waitForSelector('[data-testid=series-legend] .key, [data-testid=series-legend] .series-error', { timeout: 60000 });
+  await page.waitForSelector('[data-testid=series-legend][data-complete="1"]', { timeout: 60000 });
   await page.waitForSelector('.status .file');
   const chart = await page.$('[data-testid=series-chart]');
   result.points = Number(await chart.evaluate((c) => c.dataset.points));

@@ -11,6 +11,7 @@ use heapsnap_profile::import::{to_profile_limited, Input, Resolved, Symbols};
 use heapsnap_profile::limits::{Budget, Limits};
 use heapsnap_profile::profile::{Mapping, Profile};
 use heapsnap_symbolize::{snapshot_profile, Elf, Resolver};
+use sampler_core::decoded::Snapshot;
 use prost::Message;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -27,6 +28,11 @@ pub struct SeriesReader {
     /// resolver it serves).
     elves: Vec<(String, Vec<u8>)>,
     series: Series,
+    /// The functions the chart stacks ([`SeriesReader::growing`]).
+    growing: Vec<String>,
+    /// Every address resolved so far, and the resolver's mappings.
+    seen: HashMap<u64, Resolved>,
+    mappings: Option<Vec<(Mapping, String, String)>>,
     /// The size of the input each item came from (its budget, as the CLI counts).
     input_len: u64,
     limits: Limits,
@@ -47,6 +53,9 @@ impl SeriesReader {
             files: Vec::new(),
             elves: Vec::new(),
             series: Series::default(),
+            growing: Vec::new(),
+            seen: HashMap::new(),
+            mappings: None,
             input_len: 0,
             limits: Limits::default(),
         }
@@ -129,53 +138,66 @@ impl SeriesReader {
     }
 
     /// The functions that grew most from the first point to the last (the rows of
-    /// `heapsnap timeline`'s growth list) and each one's in-use bytes at every point
-    /// (its flat value in that point's top table), as JSON `{unit, functions,
-    /// values: [[per point] per function]}`: the chart's stacked areas. One resolver
-    /// (with a cache of the addresses it resolved) serves every point.
-    pub fn areas(&self) -> Result<String, String> {
+    /// `heapsnap timeline`'s growth list), as JSON `{unit, functions}`: the chart's
+    /// stacked areas, whose values [`SeriesReader::areas`] gives a range at a time.
+    pub fn growing(&mut self) -> Result<String, String> {
         let items = &self.series.items;
         if items.is_empty() {
             return Err("the series is empty".into());
         }
         let (a, b) = (self.item_profile(0)?, self.item_profile(items.len() - 1)?);
         let (rows, unit) = growth(&a, &b, "inuse_space", AREAS).map_err(|e| e.to_string())?;
-        let names: Vec<String> = rows.into_iter().map(|r| r.name).collect();
-        let mut values = vec![Vec::with_capacity(items.len()); names.len()];
-        let reference = items.iter().rev().find_map(|i| match &i.input {
+        self.growing = rows.into_iter().map(|r| r.name).collect();
+        Ok(json!({ "unit": unit, "functions": self.growing }).to_string())
+    }
+
+    /// Each growing function's in-use bytes (its flat value in the point's top table)
+    /// at the points `from..to`, as JSON `[[per point] per function]`. A range at a
+    /// time, so the worker answers clicks between ranges; the addresses resolved are
+    /// kept, so the ELF is read again only for an address not seen before.
+    pub fn areas(&mut self, from: usize, to: usize) -> Result<String, String> {
+        let items = self.series.items.get(from..to.min(self.series.items.len())).unwrap_or(&[]);
+        let reference = self.series.items.iter().rev().find_map(|i| match &i.input {
             Input::Snapshot { snapshot, .. } => Some(snapshot),
             Input::Profile(_) => None,
         });
-        let mut resolver = reference
-            .map(|s| Resolver::new(s, self.parse_elves()?, None).map_err(|e| e.to_string()))
-            .transpose()?
-            .map(Cached::new);
+        let mut values = vec![Vec::with_capacity(items.len()); self.growing.len()];
+        let mut symbols = Cached {
+            seen: &mut self.seen,
+            mappings: &mut self.mappings,
+            reference,
+            elves: &self.elves,
+            inner: None,
+        };
+        if symbols.mappings.is_none() {
+            let m = symbols.resolver().map(|r| r.mappings());
+            *symbols.mappings = m;
+        }
         for item in items {
-            let p = match (&item.input, resolver.as_mut()) {
-                (Input::Snapshot { snapshot, .. }, Some(r)) => {
+            let p = match &item.input {
+                Input::Snapshot { snapshot, .. } => {
                     let mut budget = Budget::new(&self.limits, self.input_len);
-                    to_profile_limited(snapshot, r, &mut |_, _| {}, &mut budget)
+                    to_profile_limited(snapshot, &mut symbols, &mut |_, _| {}, &mut budget)
                         .map_err(|e| format!("{}: {e}", item.name))?
                 }
-                (Input::Profile(p), _) => p.clone(),
-                // Cannot be: a snapshot among the items made the resolver.
-                (Input::Snapshot { .. }, None) => return Err("no resolver".into()),
+                Input::Profile(p) => p.clone(),
             };
-            let flat = flat_of(&p, "inuse_space", &names).map_err(|e| format!("{}: {e}", item.name))?;
+            if let Some(e) = symbols.failed() {
+                return Err(e);
+            }
+            let flat = flat_of(&p, "inuse_space", &self.growing)
+                .map_err(|e| format!("{}: {e}", item.name))?;
             for (v, f) in values.iter_mut().zip(flat) {
                 v.push(f);
             }
         }
-        Ok(json!({ "unit": unit, "functions": names, "values": values }).to_string())
+        Ok(json!(values).to_string())
     }
 }
 
 impl SeriesReader {
     fn parse_elves(&self) -> Result<Vec<Elf>, String> {
-        self.elves
-            .iter()
-            .map(|(n, b)| Elf::parse(n, b).map_err(|e| e.to_string()))
-            .collect()
+        parse_elves(&self.elves)
     }
 
     /// A point as `heapsnap diff` reads it: symbolized. (`diff` also applies pprof's
@@ -204,35 +226,55 @@ impl SeriesReader {
     }
 }
 
-/// A symbolizer that remembers each address it resolved: the points of one series
-/// share nearly all their return addresses.
-struct Cached<S> {
-    inner: S,
-    seen: HashMap<u64, Resolved>,
+fn parse_elves(elves: &[(String, Vec<u8>)]) -> Result<Vec<Elf>, String> {
+    elves
+        .iter()
+        .map(|(n, b)| Elf::parse(n, b).map_err(|e| e.to_string()))
+        .collect()
 }
 
-impl<S> Cached<S> {
-    fn new(inner: S) -> Self {
-        Cached {
-            inner,
-            seen: HashMap::new(),
+/// A symbolizer that remembers each address it resolved (the points of one series
+/// share nearly all their return addresses), and builds the resolver (parsing the ELF)
+/// only for an address it has not seen.
+struct Cached<'a, 's> {
+    seen: &'a mut HashMap<u64, Resolved>,
+    /// The resolver's mappings, once known.
+    mappings: &'a mut Option<Vec<(Mapping, String, String)>>,
+    /// The snapshot the resolver is matched to (a capture's frames share mappings).
+    reference: Option<&'s Snapshot>,
+    elves: &'a [(String, Vec<u8>)],
+    inner: Option<Result<Resolver<'s>, String>>,
+}
+
+impl<'s> Cached<'_, 's> {
+    fn resolver(&mut self) -> Option<&mut Resolver<'s>> {
+        if self.inner.is_none() {
+            let made = match self.reference {
+                Some(s) => parse_elves(self.elves)
+                    .and_then(|e| Resolver::new(s, e, None).map_err(|e| e.to_string())),
+                None => Err("no snapshot in the series".into()),
+            };
+            self.inner = Some(made);
         }
+        self.inner.as_mut().and_then(|r| r.as_mut().ok())
+    }
+
+    /// Why the resolver could not be built, if it could not.
+    fn failed(&self) -> Option<String> {
+        self.inner.as_ref().and_then(|r| r.as_ref().err().cloned())
     }
 }
 
-impl<S: Symbols> Symbols for Cached<S> {
+impl Symbols for Cached<'_, '_> {
     fn mappings(&self) -> Vec<(Mapping, String, String)> {
-        self.inner.mappings()
+        self.mappings.clone().unwrap_or_default()
     }
     fn resolve(&mut self, a: u64) -> Resolved {
         if let Some(r) = self.seen.get(&a) {
             return r.clone();
         }
-        let r = self.inner.resolve(a);
+        let r = self.resolver().map(|r| r.resolve(a)).unwrap_or_default();
         self.seen.insert(a, r.clone());
         r
-    }
-    fn warnings(&self) -> Vec<String> {
-        self.inner.warnings()
     }
 }

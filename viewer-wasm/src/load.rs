@@ -457,25 +457,26 @@ export function import_file(input, name, beside, whole) {
     catch (e) { reject(new Error(`the importer cannot start (${e.message})`)); return; }
     const shown = document.getElementById('import-progress');
     const done = () => { if (shown) shown.hidden = true; };
-    worker.onmessage = (e) => {
-      const m = e.data;
+    let series = null;
+    const answer = (m) => {
       if (m.progress !== undefined) {
         if (shown) { shown.textContent = m.progress; shown.hidden = false; }
         return;
       }
-      done();
       if (m.series) {
-        // A capture read as a series: the worker stays with the chart.
-        import(new URL('series.js', document.baseURI).href)
-          .then((s) => s.open(worker, m.series, name))
-          .catch(() => worker.terminate());
-        resolve(m.profile);
+        // A capture read as a series: the chart first; the worker stays with it and
+        // hands back what is not the chart's (the last frame, an error).
+        series = import(new URL('series.js', document.baseURI).href);
+        series.then((s) => s.open(worker, m.series, name, answer)).catch(() => {});
         return;
       }
-      worker.terminate();
+      done();
+      if (!series || m.error !== undefined) worker.terminate();
+      if (series && m.error !== undefined) series.then((s) => s.close()).catch(() => {});
       if (m.error !== undefined) reject(new Error(m.error));
       else resolve(m.pprof ? null : m.profile); // undefined: an ELF
     };
+    worker.onmessage = (e) => answer(e.data);
     worker.onerror = (e) => {
       worker.terminate();
       done();
