@@ -55,6 +55,9 @@ pub fn build(release: bool) -> Res<PathBuf> {
 struct Module {
     package: &'static str,
     name: &'static str,
+    /// The cargo profile of a release build, and wasm-opt's level for it.
+    profile: &'static str,
+    opt: &'static str,
 }
 
 /// The viewer (what the page loads first, under the budget) and its importer (loaded
@@ -64,10 +67,16 @@ const MODULES: [Module; 2] = [
     Module {
         package: "viewer-wasm",
         name: "viewer",
+        profile: "wasm-release",
+        opt: "-Oz",
     },
+    // Speed over size (Cargo.toml's `wasm-import`): chart of a 10,000-snapshot capture
+    // 1.46 → see the README's figures.
     Module {
         package: "viewer-import",
         name: "viewer_import",
+        profile: "wasm-import",
+        opt: "-O3",
     },
 ];
 
@@ -75,7 +84,7 @@ const MODULES: [Module; 2] = [
 fn build_module(m: &Module, release: bool, bindgen: &Path, pkg: &Path) -> Res {
     let target_dir = target_dir();
     let wasm = if release {
-        match build_small(&target_dir, m.package) {
+        match build_small(&target_dir, m.package, m.profile) {
             Ok(wasm) => wasm,
             Err(e) => {
                 eprintln!(
@@ -83,7 +92,7 @@ fn build_module(m: &Module, release: bool, bindgen: &Path, pkg: &Path) -> Res {
                      building with stable instead: the bundle is ~50 KiB larger and \
                      panics print their message"
                 );
-                build_stable(&target_dir, m.package, "wasm-release")?
+                build_stable(&target_dir, m.package, m.profile)?
             }
         }
     } else {
@@ -101,7 +110,7 @@ fn build_module(m: &Module, release: bool, bindgen: &Path, pkg: &Path) -> Res {
     if release {
         let before = size(&out)?;
         let opt = tools::ensure_npm("wasm-opt", BINARYEN)?;
-        step(&format!("wasm-opt -Oz --converge ({})", m.name));
+        step(&format!("wasm-opt {} --converge ({})", m.opt, m.name));
         let tmp = pkg.join(format!("{}_bg.opt.wasm", m.name));
         tools::run(
             Command::new(&opt)
@@ -110,7 +119,7 @@ fn build_module(m: &Module, release: bool, bindgen: &Path, pkg: &Path) -> Res {
                     // KiB gzipped); --strip-producers: the toolchain-version section.
                     // (--low-memory-unused saved 2.7 KiB more but assumes addresses
                     // < 1024 unused, and Rust puts the stack there.)
-                    "-Oz",
+                    m.opt,
                     // Keep large functions with one caller out of line: V8 runs a wasm
                     // function in its baseline tier until the function is *called* again
                     // after tier-up (no on-stack replacement), so per-sample workers
@@ -145,10 +154,10 @@ fn build_module(m: &Module, release: bool, bindgen: &Path, pkg: &Path) -> Res {
 /// `-Zlocation-detail=none`): nothing the viewer shows uses them. Together −50 KiB
 /// raw, −20 KiB gzipped against the stable build. Its own target dir, so the stable
 /// builds of the workspace stay cached.
-fn build_small(target_dir: &Path, package: &str) -> Res<PathBuf> {
+fn build_small(target_dir: &Path, package: &str, profile: &str) -> Res<PathBuf> {
     tools::ensure_nightly("the viewer bundle", &["rust-src"], &[TARGET])?;
     step(&format!(
-        "building {package} (wasm-release, {TARGET}, nightly -Zbuild-std)"
+        "building {package} ({profile}, {TARGET}, nightly -Zbuild-std)"
     ));
     let dir = target_dir.join("wasm-small");
     let flags = [
@@ -160,7 +169,7 @@ fn build_small(target_dir: &Path, package: &str) -> Res<PathBuf> {
     tools::run(
         tools::nightly_cargo(&tools::root())
             .args(["build", "-p", package, "--target", TARGET])
-            .args(["--profile", "wasm-release", "-Zbuild-std=std,panic_abort"])
+            .args(["--profile", profile, "-Zbuild-std=std,panic_abort"])
             .arg("-Zbuild-std-features=optimize_for_size")
             .arg("--target-dir")
             .arg(&dir)
@@ -168,10 +177,7 @@ fn build_small(target_dir: &Path, package: &str) -> Res<PathBuf> {
             .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
             .env_remove("RUSTFLAGS"),
     )?;
-    Ok(dir
-        .join(TARGET)
-        .join("wasm-release")
-        .join(artifact(package)))
+    Ok(dir.join(TARGET).join(profile).join(artifact(package)))
 }
 
 /// The wasm built with the toolchain that runs xtask (stable).
