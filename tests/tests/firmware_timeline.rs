@@ -337,7 +337,11 @@ fn the_viewer_charts_a_capture_and_shows_its_points_and_their_diff() {
         last_arg.as_ref(),
     ];
     let r = e2e::browser_script("viewer_series.mjs", &args, &dir);
-    assert_eq!(r["errors"], serde_json::json!([]), "errors in the page: {r}");
+    assert_eq!(
+        r["errors"],
+        serde_json::json!([]),
+        "errors in the page: {r}"
+    );
 
     // One point per good frame; both bad frames marked where they were.
     assert_eq!(r["points"], cap.snaps.len(), "{r}");
@@ -345,12 +349,19 @@ fn the_viewer_charts_a_capture_and_shows_its_points_and_their_diff() {
     assert_eq!(bad.len(), 2, "{r}");
     assert!(bad[0].as_str().unwrap().contains("offset 0 "), "{r}");
     assert!(
-        bad[1].as_str().unwrap().contains(&format!("offset {} ", cap.bad_at)),
+        bad[1]
+            .as_str()
+            .unwrap()
+            .contains(&format!("offset {} ", cap.bad_at)),
         "{r}"
     );
     let head = r["head"].as_str().unwrap();
     assert!(
-        head.contains(&format!("{} snapshots of {} frames, 2 bad", cap.snaps.len(), cap.snaps.len() + 2)),
+        head.contains(&format!(
+            "{} snapshots of {} frames, 2 bad",
+            cap.snaps.len(),
+            cap.snaps.len() + 2
+        )),
         "{head}"
     );
     // Opens on the last point, whose top table the views show.
@@ -384,7 +395,10 @@ fn the_viewer_charts_a_capture_and_shows_its_points_and_their_diff() {
     for (key, at) in [("first", 0), ("second", last)] {
         let shown = &r[key];
         assert!(
-            shown["status"].as_str().unwrap().contains(&format!("viewer.cobs@{at}")),
+            shown["status"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("viewer.cobs@{at}")),
             "{shown}"
         );
         let theirs = pprof_rows(&format!("{capture}@{at}"), None, &elf, &dir);
@@ -396,7 +410,12 @@ fn the_viewer_charts_a_capture_and_shows_its_points_and_their_diff() {
 
     // Shift-click: the diff of the two points, with the older as the base, equals
     // pprof's -diff_base of the two frames (what `heapsnap diff CAP@0 CAP@-1` says).
-    let theirs = pprof_rows(&format!("{capture}@{last}"), Some(&format!("{capture}@0")), &elf, &dir);
+    let theirs = pprof_rows(
+        &format!("{capture}@{last}"),
+        Some(&format!("{capture}@0")),
+        &elf,
+        &dir,
+    );
     e2e::assert_same_table("diff", &e2e::page_rows(&r["diff"]["rows"]), &theirs);
     assert!(
         r["diffBase"].as_str().unwrap().contains("viewer.cobs@0"),

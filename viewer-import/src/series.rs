@@ -11,8 +11,8 @@ use heapsnap_profile::import::{to_profile_limited, Input, Resolved, Symbols};
 use heapsnap_profile::limits::{Budget, Limits};
 use heapsnap_profile::profile::{Mapping, Profile};
 use heapsnap_symbolize::{snapshot_profile, Elf, Resolver};
-use sampler_core::decoded::Snapshot;
 use prost::Message;
+use sampler_core::decoded::Snapshot;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use wasm_bindgen::prelude::wasm_bindgen;
@@ -109,8 +109,11 @@ impl SeriesReader {
             .iter()
             .map(|item| {
                 let p = series::point(&item.input);
-                let drops: serde_json::Map<String, Value> =
-                    p.drops.iter().map(|(n, v)| ((*n).to_owned(), json!(v))).collect();
+                let drops: serde_json::Map<String, Value> = p
+                    .drops
+                    .iter()
+                    .map(|(n, v)| ((*n).to_owned(), json!(v)))
+                    .collect();
                 json!({
                     "name": item.name,
                     "offset": item.offset,
@@ -156,7 +159,11 @@ impl SeriesReader {
     /// time, so the worker answers clicks between ranges; the addresses resolved are
     /// kept, so the ELF is read again only for an address not seen before.
     pub fn areas(&mut self, from: usize, to: usize) -> Result<String, String> {
-        let items = self.series.items.get(from..to.min(self.series.items.len())).unwrap_or(&[]);
+        let items = self
+            .series
+            .items
+            .get(from..to.min(self.series.items.len()))
+            .unwrap_or(&[]);
         let reference = self.series.items.iter().rev().find_map(|i| match &i.input {
             Input::Snapshot { snapshot, .. } => Some(snapshot),
             Input::Profile(_) => None,

@@ -49,7 +49,9 @@ pub fn growth(
 /// under each growing function, so a chart's stacked areas add up to the rows
 /// `heapsnap top` prints for that point.
 pub fn flat_of(p: &Profile, sample_type: &str, names: &[String]) -> Result<Vec<i64>, GrowthError> {
-    let i = p.sample_index(sample_type).map_err(GrowthError::SampleType)?;
+    let i = p
+        .sample_index(sample_type)
+        .map_err(GrowthError::SampleType)?;
     let rows = top(p, i, &Filter::none())?.rows;
     Ok(names
         .iter()
