@@ -278,6 +278,27 @@ fn pipe(msgs: usize) -> usize {
     })
 }
 
+/// The pipe's messages through one thread (a bounded queue, the same sizes): the same
+/// allocations and frees without the threads, for `--only pipe-1-thread`, which tells
+/// a multithreaded cost from the allocations' own.
+#[inline(never)]
+fn pipe_one_thread(msgs: usize) -> usize {
+    let mut q = std::collections::VecDeque::with_capacity(64);
+    let mut sum = 0;
+    for i in 0..msgs {
+        let (k, p) = (i / 2, i % 2);
+        let len = 32 + (k * 131 + p * 17) % 2048;
+        if q.len() == 64 {
+            if let Some(m) = q.pop_front() {
+                let m: Vec<u8> = m;
+                sum += m.len() + m[0] as usize;
+            }
+        }
+        q.push_back(vec![k as u8; len]);
+    }
+    sum + q.into_iter().map(|m| m.len()).sum::<usize>()
+}
+
 /// Ops per run of each workload, about 1 s each under System on the 2-core machine
 /// (`--short` runs a fifth).
 const CHURN_OPS: usize = 2500;
@@ -372,7 +393,7 @@ fn sample_cost(config: Config) -> Result<(), String> {
     Ok(())
 }
 
-fn child(config: Config, out: &Path, short: bool) -> Result<(), String> {
+fn child(config: Config, out: &Path, short: bool, only: Option<&str>) -> Result<(), String> {
     let got = chosen();
     if got != config as u8 {
         return Err(format!(
@@ -407,6 +428,38 @@ fn child(config: Config, out: &Path, short: bool) -> Result<(), String> {
     black_box(build_map(CHURN_ENTRIES, 0));
     black_box(json_round_trip(&doc));
     black_box(pipe(1000));
+    // One workload alone, no profile written: for `perf` and paired comparisons.
+    // `BENCH_PEERS_RATE` (heapsnap-512k only) changes the mean interval first, e.g. 0
+    // for the not-sampled path alone.
+    if let (Some(_), Config::Heapsnap512K) = (only, config) {
+        if let Some(r) = std::env::var("BENCH_PEERS_RATE")
+            .ok()
+            .and_then(|r| r.parse().ok())
+        {
+            HEAPSNAP_512K.profiler().set_rate(r);
+        }
+    }
+    match only {
+        None => {}
+        Some("pipe-1-thread") => {
+            black_box(pipe_one_thread(1000));
+            measure("pipe-1-thread", PIPE_MSGS / div, || {
+                black_box(pipe_one_thread(PIPE_MSGS / div));
+            });
+            return Ok(());
+        }
+        Some("pipe-4-threads") => {
+            measure(WORKLOADS[2], PIPE_MSGS / div, || {
+                black_box(pipe(PIPE_MSGS / div));
+            });
+            return Ok(());
+        }
+        Some(w) => {
+            return Err(format!(
+                "--only: `{w}` is not pipe-4-threads or pipe-1-thread"
+            ))
+        }
+    }
     measure(WORKLOADS[0], CHURN_OPS / div, || {
         for i in 0..CHURN_OPS / div {
             black_box(build_map(CHURN_ENTRIES, i));
@@ -493,6 +546,8 @@ struct Opts {
     guard: bool,
     /// Child: time sampled allocations instead of the workloads.
     sample_cost: bool,
+    /// Child: run this one workload only (`pipe-4-threads`, `pipe-1-thread`).
+    only: Option<String>,
 }
 
 /// Runs this binary as the child for `config` (`--child NAME` and `args`), its
@@ -888,6 +943,7 @@ fn parse_args() -> Result<(Option<Config>, Opts), String> {
         heapsnap: None,
         guard: false,
         sample_cost: false,
+        only: None,
     };
     while let Some(a) = it.next() {
         let mut val = |flag: &str| it.next().ok_or(format!("{flag} needs a value"));
@@ -902,6 +958,7 @@ fn parse_args() -> Result<(Option<Config>, Opts), String> {
             "--short" => o.short = true,
             "--sample-cost" => o.sample_cost = true,
             "--guard" => o.guard = true,
+            "--only" => o.only = Some(val("--only")?),
             "--runs" => {
                 let v = val("--runs")?;
                 o.runs = v
@@ -924,7 +981,7 @@ fn parse_args() -> Result<(Option<Config>, Opts), String> {
 fn main() -> ExitCode {
     let r = parse_args().and_then(|(child_config, o)| match child_config {
         Some(c) if o.sample_cost => sample_cost(c),
-        Some(c) => child(c, &o.out, o.short),
+        Some(c) => child(c, &o.out, o.short, o.only.as_deref()),
         None => parent(&o),
     });
     match r {
