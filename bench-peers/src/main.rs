@@ -434,15 +434,17 @@ fn child(config: Config, out: &Path, short: bool, only: Option<&str>) -> Result<
     black_box(pipe(1000));
     black_box(pipe_one_thread(1000));
     // One workload alone, no profile written: for `perf` and paired comparisons.
-    // `BENCH_PEERS_RATE` (heapsnap-512k only) changes the mean interval first, e.g. 0
-    // for the not-sampled path alone.
-    if let (Some(_), Config::Heapsnap512K) = (only, config) {
-        if let Some(r) = std::env::var("BENCH_PEERS_RATE")
-            .ok()
-            .and_then(|r| r.parse().ok())
-        {
-            HEAPSNAP_512K.profiler().set_rate(r);
-        }
+    // `BENCH_PEERS_RATE` (heapsnap only) changes the mean interval first: 0 for the
+    // not-sampled path alone, or heapsnap-4k's larger tables at 512 KiB.
+    let rate = std::env::var("BENCH_PEERS_RATE")
+        .ok()
+        .and_then(|r| r.parse().ok());
+    if let (Some(_), Some(r)) = (only, rate) {
+        match config {
+            Config::Heapsnap512K => HEAPSNAP_512K.profiler().set_rate(r),
+            Config::Heapsnap4K => HEAPSNAP_4K.profiler().set_rate(r),
+            _ => true,
+        };
     }
     match only {
         None => {}
