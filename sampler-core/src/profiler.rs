@@ -390,3 +390,118 @@ impl<
         self.with_tables(|t| t.live_objects()).unwrap_or(0)
     }
 }
+
+/// What the not-sampled paths write, byte for byte: a free that the filter rules out
+/// writes nothing at all, a not-sampled allocation writes its countdown shard's cache
+/// line only, so threads allocating and freeing at the same time share no written line
+/// with each other (the 4-thread pipe of `cargo xtask bench --peers`).
+#[cfg(all(test, feature = "std"))]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+mod tests {
+    use super::*;
+    use crate::NoStack;
+
+    type P = Profiler<64, 1024, 128, 128, 16>;
+
+    /// The profiler's bytes. Nothing here writes while this reads, and the padding is
+    /// never written after construction, so two copies differ exactly where a call
+    /// stored something.
+    fn image(p: &P) -> Vec<u8> {
+        let n = core::mem::size_of::<P>();
+        // SAFETY: `p` is a live, initialized object of `n` bytes; no other thread
+        // touches it during the read.
+        unsafe { core::slice::from_raw_parts((p as *const P).cast::<u8>(), n) }.to_vec()
+    }
+
+    fn changed(a: &[u8], b: &[u8]) -> Vec<usize> {
+        (0..a.len()).filter(|&i| a[i] != b[i]).collect()
+    }
+
+    /// A profiler with sampled objects live (so the filter is not empty) at
+    /// 0x10_0000, 0x10_0040, ...; sampling every 512 KiB afterwards.
+    fn with_live(live: usize) -> Box<P> {
+        let p = Box::new(P::new(1, 7));
+        for i in 0..live {
+            let r = p.record_alloc((0x10_0000 + 64 * i) as *const u8, 32, &[0x1000 + i][..]);
+            assert_eq!(r, Recorded::Sampled);
+        }
+        assert!(p.set_rate(512 * 1024));
+        p
+    }
+
+    #[test]
+    fn a_free_the_filter_rules_out_writes_nothing() {
+        let p = with_live(64);
+        let before = image(&p);
+        let mut ruled_out = 0;
+        for i in 0..4000usize {
+            let addr = 0x4000_0000 + 16 * i;
+            if p.filter_hit(P::h1(addr)) && p.filter_hit(P::h2(addr)) {
+                continue; // a filter collision: the slow path, which may write
+            }
+            ruled_out += 1;
+            p.record_free(addr as *const u8, 16);
+            let now = image(&p);
+            assert!(
+                changed(&before, &now).is_empty(),
+                "the free of unsampled {addr:#x} wrote the profiler at byte offsets {:?}",
+                changed(&before, &now)
+            );
+        }
+        // The filter is not trivially full: most unsampled addresses are ruled out.
+        assert!(ruled_out > 3500, "only {ruled_out} of 4000 frees ruled out");
+        // And a sampled address still takes the slow path (the filter hits it).
+        p.record_free(0x10_0000 as *const u8, 32);
+        assert_eq!(p.live_objects(), 63);
+        assert_eq!(p.counters().unknown_frees, 0);
+    }
+
+    #[test]
+    fn a_not_sampled_allocation_writes_one_countdown_line() {
+        let p = with_live(8);
+        let countdown =
+            core::ptr::addr_of!(p.countdown) as usize - core::ptr::addr_of!(*p) as usize;
+        let cd_len = core::mem::size_of::<Countdown>();
+        let mut before = image(&p);
+        let mut seen = 0;
+        for i in 0..2000usize {
+            if p.record_alloc((0x4000_0000 + 16 * i) as *const u8, 16, &NoStack)
+                != Recorded::Skipped
+            {
+                before = image(&p);
+                continue;
+            }
+            let now = image(&p);
+            let diff = changed(&before, &now);
+            assert!(!diff.is_empty(), "the countdown was not charged");
+            let base = core::ptr::addr_of!(*p) as usize;
+            let line = |off: usize| (base + off) / 64;
+            assert!(
+                diff.iter().all(|&o| line(o) == line(diff[0])
+                    && (countdown..countdown + cd_len).contains(&o)),
+                "a not-sampled allocation wrote outside one countdown cache line: offsets {diff:?} \
+                 (countdown at {countdown}..{})",
+                countdown + cd_len
+            );
+            // Nothing else lives on that line: a shard has its cache line to itself.
+            let first = line(diff[0]) * 64 - base;
+            assert!(
+                first >= countdown && first + 64 <= countdown + cd_len
+                    || crate::sampler::SHARDS == 1,
+                "the written shard's line [{first}, {}) is shared with other fields",
+                first + 64
+            );
+            before = now;
+            seen += 1;
+        }
+        assert!(
+            seen > 1900,
+            "only {seen} of 2000 allocations took the fast path"
+        );
+    }
+}
