@@ -269,14 +269,13 @@ fn dump_leak_check() -> Result<(), ()> {
         SemihostingFile::create(b"leaks-ram.bin\0").map_err(|e| fail("leaks-ram.bin", &e))?;
     file.write_all(ram).map_err(|e| fail("leaks-ram.bin", &e))?;
     file.close().map_err(|e| fail("leaks-ram.bin", &e))?;
+    hprintln!("leaks-regs.txt: sp {:#010x} pc {:#010x}", regs[13], regs[15]);
     hprintln!(
-        "leaks-snap.bin: {} bytes, {} live objects; leaks-ram.bin: {} bytes at {:#010x}; leaks-regs.txt: sp {:#010x} pc {:#010x}",
+        "leaks-snap.bin: {} bytes, {} live objects; leaks-ram.bin: {} bytes at {:#010x}",
         len,
         HEAP.profiler().live_objects(),
         bytes,
-        start as usize,
-        regs[13],
-        regs[15]
+        start as usize
     );
     Ok(())
 }

@@ -574,9 +574,13 @@ fn leak_check<R>(
         );
     }
     let mut notes = leaks::partial_answer_warnings(&snap);
-    if !elf.has_dwarf() {
+    if !elf.has_dwarf() && elf.has_symbols() {
         notes.push(format!(
             "note: {name} has no DWARF: allocation sites are named from its symbol table, without files and lines"
+        ));
+    } else if !elf.has_dwarf() {
+        notes.push(format!(
+            "note: {name} has neither DWARF nor a symbol table (fully stripped): allocation sites and stack frames are code addresses, roots are whole sections (.data+0x0), and a section holding the heap arena is not scanned at all, so an object held only by a static in it looks lost; use the unstripped ELF"
         ));
     }
     let types = match &statics.types {

@@ -188,9 +188,11 @@ fn register_number(machine: u16, name: &str) -> Result<Option<Reg>, String> {
             "lr" => Some(Reg::Dwarf(30)),
             _ => num("x", 30).map(Reg::Dwarf),
         },
-        m => return Err(format!(
+        m => {
+            return Err(format!(
             "registers of ELF machine {m} are not known here (ARM, AArch64, RISC-V and x86-64 are)"
-        )),
+        ))
+        }
     };
     Ok(r)
 }

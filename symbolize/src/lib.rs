@@ -247,6 +247,11 @@ impl Elf {
         self.build_id.as_deref()
     }
 
+    /// Does it have a symbol table with functions (not fully stripped)?
+    pub fn has_symbols(&self) -> bool {
+        !self.symbols.is_empty()
+    }
+
     /// Does it have DWARF (file/line/inline info)?
     pub fn has_dwarf(&self) -> bool {
         self.ctx.is_some()
