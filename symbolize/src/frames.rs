@@ -1064,3 +1064,87 @@ fn eval(
     }
     (!places.is_empty()).then_some(places)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// gdb's `info registers` on a Cortex-M, as printed: the general-purpose
+    /// registers are read by name (sp, lr, pc too), the others listed as ignored.
+    #[test]
+    fn gdb_info_registers_are_read_and_the_rest_listed() {
+        let text = "r0             0x0                 0\n\
+                    r4             0x20001234          536875572\n\
+                    r7             0x2000fdf0          0x2000fdf0\n\
+                    r12            0x8255              33365\n\
+                    sp             0x2000faf8          0x2000faf8\n\
+                    lr             0x2e89              11913\n\
+                    pc             0x2e94              0x2e94 <heapsnap_firmware::dump_leak_check+20>\n\
+                    xpsr           0x61000000          1627389952\n\
+                    fpscr          <unavailable>\n";
+        let mut r = Registers::default();
+        r.parse_text(EM_ARM, text, "regs.txt").unwrap();
+        assert_eq!(r.pc, Some(0x2e94));
+        assert_eq!(r.sp(EM_ARM), Some(0x2000_faf8));
+        assert_eq!(r.regs.get(&4), Some(&0x2000_1234));
+        assert_eq!(r.regs.get(&14), Some(&0x2e89));
+        assert_eq!(r.regs.get(&15), Some(&0x2e94));
+        assert_eq!(r.regs.len(), 7);
+        assert_eq!(r.ignored, ["xpsr", "fpscr"]);
+    }
+
+    /// `NAME=VALUE` lines with comments, decimal values, and the machines' own names.
+    #[test]
+    fn name_value_lines_on_each_machine() {
+        let mut r = Registers::default();
+        r.parse_text(EM_ARM, "# captured\nr4=0x10\n\nR5 = 17\nip=1\n", "x")
+            .unwrap();
+        assert_eq!(
+            r.regs.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>(),
+            [(4, 0x10), (5, 17), (12, 1)]
+        );
+        let mut r = Registers::default();
+        r.parse_text(EM_RISCV, "sp=0x80001000\ns0=2\nx31=3\npc=0x80000000\n", "x")
+            .unwrap();
+        assert_eq!(r.sp(EM_RISCV), Some(0x8000_1000));
+        assert_eq!(r.regs.get(&8), Some(&2));
+        assert_eq!(r.regs.get(&31), Some(&3));
+        assert_eq!(r.pc, Some(0x8000_0000));
+        let mut r = Registers::default();
+        r.parse_text(
+            EM_X86_64,
+            "rsp 0x7ffc0000 0x7ffc0000\nrip 0x401000 0x401000 <main>\nrbx 5 5\n",
+            "x",
+        )
+        .unwrap();
+        assert_eq!(r.sp(EM_X86_64), Some(0x7ffc_0000));
+        assert_eq!(r.pc, Some(0x40_1000));
+        assert_eq!(r.regs.get(&3), Some(&5));
+    }
+
+    /// Bad lines say the file, the line and what is wrong; nothing is guessed.
+    #[test]
+    fn bad_register_lines_are_refused_with_file_and_line() {
+        let mut r = Registers::default();
+        let e = r
+            .parse_text(EM_ARM, "r4=0x10\nr5\n", "regs.txt")
+            .unwrap_err();
+        assert!(
+            e.starts_with("regs.txt:2:") && e.contains("NAME=VALUE"),
+            "{e}"
+        );
+        let e = r.parse_text(EM_ARM, "r6=zz\n", "regs.txt").unwrap_err();
+        assert!(
+            e.contains("regs.txt:1: register r6: `zz` is not a number"),
+            "{e}"
+        );
+        // r13 is sp; r16 and r04 are not registers.
+        let mut r = Registers::default();
+        assert!(r.set(EM_ARM, "r13", 8).unwrap());
+        assert_eq!(r.sp(EM_ARM), Some(8));
+        assert!(!r.set(EM_ARM, "r16", 1).unwrap());
+        assert!(!r.set(EM_ARM, "r04", 1).unwrap());
+        let e = r.set(0x1234, "r1", 1).unwrap_err();
+        assert!(e.contains("ELF machine 4660"), "{e}");
+    }
+}
