@@ -867,7 +867,7 @@ impl Locals {
                 continue;
             }
             // Only the locals of an open scope (not statics of a namespace).
-            if !scopes.last().is_some_and(|s| s.0 == depth - 1) {
+            if scopes.last().is_none_or(|s| s.0 != depth - 1) {
                 continue;
             }
             let Some(loc) = e.attr_value(dw::DW_AT_location) else {

@@ -240,7 +240,7 @@ impl Memory {
         let w = self.word as u64;
         let base = if self.word >= 8 {
             // No room past 64 bits: the last page, which no user program maps.
-            u64::MAX & !0xfff_u64
+            !0xfff_u64
         } else {
             1u64 << (self.word * 8)
         };
