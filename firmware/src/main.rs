@@ -14,9 +14,11 @@
 //!
 //! With the word `leaks` it is the leak-check run instead: every allocation sampled
 //! (rate 1), no periodic snapshots, and at the end a snapshot with the object table
-//! (`leaks-snap.bin`) and the RAM of its static data, heap included (`leaks-ram.bin`,
-//! from `__sdata` to `__sheap`), taken at the same moment, for `heapsnap leaks` and
-//! `heapsnap retain`. It prints its own count of what it lost (`lost: N blocks, B bytes`).
+//! (`leaks-snap.bin`), the registers (`leaks-regs.txt`) and the RAM from its static
+//! data to the stack's top, heap included (`leaks-ram.bin`, from `__sdata` to
+//! `_stack_start`), taken at the same moment, for `heapsnap leaks` and `heapsnap
+//! retain`. It prints its own count of what it lost (`lost: N blocks, B bytes`) and of
+//! what `main` holds in a local (`held by main: N blocks, B bytes`).
 #![no_std]
 #![no_main]
 
@@ -79,6 +81,10 @@ static HEAP: ProfiledAlloc<LlffHeap, RtStack, STACKS, FRAMES, BUCKETS, LIVE, DEP
 /// snapshots take 0.5–1.2 KiB.
 #[no_mangle]
 static HEAPSNAP_MAILBOX: SnapshotMailbox<2048> = SnapshotMailbox::new();
+
+/// The leak-check run's batch held by `main`'s stack frame: boxes and bytes each.
+const HELD_BLOCKS: usize = 3;
+const HELD_BYTES: usize = 40;
 
 /// Cycles between two publishes of the live mode's idle loop (a few ms in QEMU).
 const LIVE_REPUBLISH_CYCLES: u32 = 2_000_000;
@@ -144,8 +150,21 @@ fn main() -> ! {
         router.lost_blocks,
         router.lost_bytes
     );
-    if leak_check && dump_leak_check().is_err() {
-        exit(false)
+    if leak_check {
+        // Held by this frame only (a local, in memory: `black_box` takes its address),
+        // so the check finds it through the stack, named `…__cortex_m_rt_main::held`.
+        let held = router::hold_batch(HELD_BLOCKS, HELD_BYTES);
+        hprintln!(
+            "held by main: {} blocks, {} bytes (the Vec's buffer and {} boxes of {} B)",
+            HELD_BLOCKS + 1,
+            HELD_BLOCKS * HELD_BYTES + HELD_BLOCKS * core::mem::size_of::<alloc::boxed::Box<[u8]>>(),
+            HELD_BLOCKS,
+            HELD_BYTES
+        );
+        if dump_leak_check().is_err() {
+            exit(false)
+        }
+        core::hint::black_box(&held);
     }
     if host::cmdline_has(b"live") {
         live()
@@ -197,15 +216,41 @@ fn dump_snapshot(n: u32) -> Result<usize, ()> {
     Ok(len)
 }
 
-/// The leak-check dump: a snapshot with the object table, then the static data's RAM
-/// (`.data`, `.bss`, `.uninit`: the heap arena is in there), neither allocating, so
-/// both describe the same moment.
+/// The leak-check dump: the registers (`leaks-regs.txt`, captured first, so pc and sp
+/// are this function's), a snapshot with the object table, then the RAM from the static
+/// data to the stack's top (`.data`, `.bss`, `.uninit`, the heap arena in there, and the
+/// live stack above the captured sp), none of it allocating, so all describe the same
+/// moment for the frames above this one.
+#[inline(never)]
 fn dump_leak_check() -> Result<(), ()> {
     extern "C" {
         static __sdata: u8;
-        static __sheap: u8;
+        static _stack_start: u8;
+    }
+    // r0-r12, sp, lr, pc: sp and pc at the `adr`, the others as the compiler left them.
+    let mut regs = [0u32; 16];
+    // SAFETY: stores into `regs` only (16 words); no stack or flag changes.
+    unsafe {
+        core::arch::asm!(
+            "stmia {b}, {{r0-r12}}",
+            "str sp, [{b}, #52]",
+            "str lr, [{b}, #56]",
+            "1:",
+            "adr {t}, 1b",
+            "str {t}, [{b}, #60]",
+            b = in(reg) regs.as_mut_ptr(),
+            t = out(reg) _,
+            options(nostack, preserves_flags),
+        );
     }
     let fail = |what: &str, e: &dyn core::fmt::Display| hprintln!("leak check {}: {}", what, e);
+    let mut text = [0u8; 16 * 16];
+    let len = regs_text(&regs, &mut text);
+    let mut file =
+        SemihostingFile::create(b"leaks-regs.txt\0").map_err(|e| fail("leaks-regs.txt", &e))?;
+    file.write_all(&text[..len])
+        .map_err(|e| fail("leaks-regs.txt", &e))?;
+    file.close().map_err(|e| fail("leaks-regs.txt", &e))?;
     let file =
         SemihostingFile::create(b"leaks-snap.bin\0").map_err(|e| fail("leaks-snap.bin", &e))?;
     let (len, file) = HEAP
@@ -214,16 +259,17 @@ fn dump_leak_check() -> Result<(), ()> {
         .map_err(|e| fail("leaks-snap.bin", &e))?;
     file.close().map_err(|e| fail("leaks-snap.bin", &e))?;
     let start = core::ptr::addr_of!(__sdata);
-    let end = core::ptr::addr_of!(__sheap);
+    let end = core::ptr::addr_of!(_stack_start);
     let bytes = end as usize - start as usize;
-    // SAFETY: `__sdata..__sheap` is the static data cortex-m-rt lays out, readable
-    // RAM; nothing writes it while the semihosting call copies it out (no allocation,
-    // no interrupt handlers in this firmware).
+    // SAFETY: `__sdata.._stack_start` is the RAM cortex-m-rt lays out (static data, then
+    // the stack), readable; only the frames below this one change while the semihosting
+    // call copies it out (no allocation, no interrupt handlers in this firmware).
     let ram = unsafe { core::slice::from_raw_parts(start, bytes) };
     let mut file =
         SemihostingFile::create(b"leaks-ram.bin\0").map_err(|e| fail("leaks-ram.bin", &e))?;
     file.write_all(ram).map_err(|e| fail("leaks-ram.bin", &e))?;
     file.close().map_err(|e| fail("leaks-ram.bin", &e))?;
+    hprintln!("leaks-regs.txt: sp {:#010x} pc {:#010x}", regs[13], regs[15]);
     hprintln!(
         "leaks-snap.bin: {} bytes, {} live objects; leaks-ram.bin: {} bytes at {:#010x}",
         len,
@@ -232,6 +278,29 @@ fn dump_leak_check() -> Result<(), ()> {
         start as usize
     );
     Ok(())
+}
+
+/// `r0=0x…` lines of the captured registers into `out` (no formatting machinery, no
+/// allocation); returns the length written.
+fn regs_text(regs: &[u32; 16], out: &mut [u8; 256]) -> usize {
+    const NAMES: [&[u8]; 16] = [
+        b"r0", b"r1", b"r2", b"r3", b"r4", b"r5", b"r6", b"r7", b"r8", b"r9", b"r10", b"r11",
+        b"r12", b"sp", b"lr", b"pc",
+    ];
+    let mut at = 0;
+    for (name, &v) in NAMES.iter().zip(regs) {
+        for &b in name.iter().chain(b"=0x") {
+            out[at] = b;
+            at += 1;
+        }
+        for k in (0..8).rev() {
+            out[at] = b"0123456789abcdef"[((v >> (k * 4)) & 0xf) as usize];
+            at += 1;
+        }
+        out[at] = b'\n';
+        at += 1;
+    }
+    at
 }
 
 /// This firmware as its snapshots' one mapping: `.text` with the ELF's build id (from

@@ -91,9 +91,20 @@ struct LeakArgs {
     #[arg(long = "ram", value_name = "FILE@ADDR", required = true)]
     ram: Vec<String>,
     /// A stack range to scan as a root too, LO..HI (the live part: from the captured
-    /// stack pointer to the stack's top).
+    /// stack pointer to the stack's top). Default with --regs: from their sp to the
+    /// ELF's stack top (`_stack_start`, `__StackTop`, `_estack`…).
     #[arg(long, value_name = "LO..HI")]
     stack: Option<String>,
+    /// The registers at the moment of the RAM image, one per line (`r4=0x20001234`,
+    /// or gdb's `info registers` output): pointers held only in registers are roots
+    /// (named by register), and with pc and sp the stack is walked by the ELF's call
+    /// frame information, its words named by frame (`stack of FUNCTION`) and, where
+    /// DWARF locates them, by local variable (`FUNCTION::local`).
+    #[arg(long, value_name = "FILE")]
+    regs: Option<PathBuf>,
+    /// One register, NAME=VALUE (repeatable; after --regs, so it overrides it).
+    #[arg(long = "reg", value_name = "NAME=VALUE")]
+    reg: Vec<String>,
     /// Use the ELF even when it does not fit the snapshot (see `convert --force-elf`).
     #[arg(long)]
     force_elf: bool,
@@ -563,9 +574,13 @@ fn leak_check<R>(
         );
     }
     let mut notes = leaks::partial_answer_warnings(&snap);
-    if !elf.has_dwarf() {
+    if !elf.has_dwarf() && elf.has_symbols() {
         notes.push(format!(
             "note: {name} has no DWARF: allocation sites are named from its symbol table, without files and lines"
+        ));
+    } else if !elf.has_dwarf() {
+        notes.push(format!(
+            "note: {name} has neither DWARF nor a symbol table (fully stripped): allocation sites and stack frames are code addresses, roots are whole sections (.data+0x0), and a section holding the heap arena is not scanned at all, so an object held only by a static in it looks lost; use the unstripped ELF"
         ));
     }
     let types = match &statics.types {
@@ -596,21 +611,73 @@ fn leak_check<R>(
             bytes,
         });
     }
-    let memory = leaks::Memory::new(images, statics.word_size, statics.big_endian)?;
+    let mut memory = leaks::Memory::new(images, statics.word_size, statics.big_endian)?;
     let mut roots = statics.roots.clone();
-    if let Some(st) = &a.stack {
-        let (lo, hi) = st
-            .split_once("..")
-            .with_context(|| format!("--stack {st}: expected LO..HI"))?;
-        let (lo, hi) = (parse_addr(lo)?, parse_addr(hi)?);
-        if hi < lo {
-            bail!("--stack {st}: the range ends before it starts");
+    let mut regs = heapsnap_symbolize::Registers::default();
+    if let Some(f) = &a.regs {
+        let text = std::fs::read_to_string(f)
+            .with_context(|| format!("--regs {}: cannot read it", f.display()))?;
+        regs.parse_text(elf.machine(), &text, &f.display().to_string())
+            .map_err(anyhow::Error::msg)?;
+    }
+    for spec in &a.reg {
+        let (n, v) = spec
+            .split_once('=')
+            .with_context(|| format!("--reg {spec}: expected NAME=VALUE (e.g. r4=0x20001234)"))?;
+        let v = parse_addr(v).with_context(|| format!("--reg {spec}: bad value"))?;
+        if !regs
+            .set(elf.machine(), n.trim(), v)
+            .map_err(|e| anyhow::anyhow!("--reg {spec}: {e}"))?
+        {
+            bail!("--reg {spec}: {n} is not a general-purpose register of this program's machine");
         }
-        roots.push(leaks::Root {
-            name: "stack".into(),
-            start: lo,
-            size: hi - lo,
-        });
+    }
+    let stack = match &a.stack {
+        Some(st) => {
+            let (lo, hi) = st
+                .split_once("..")
+                .with_context(|| format!("--stack {st}: expected LO..HI"))?;
+            let (lo, hi) = (parse_addr(lo)?, parse_addr(hi)?);
+            if hi < lo {
+                bail!("--stack {st}: the range ends before it starts");
+            }
+            Some((lo, hi))
+        }
+        None => match regs.sp(elf.machine()) {
+            Some(sp) => {
+                let (sym, top) = heapsnap_symbolize::stack_top(&bytes).with_context(|| {
+                    format!("the registers give sp = {sp:#x} but {name} has no stack-top symbol (_stack_start, __StackTop, _estack): give the stack with --stack {sp:#x}..TOP")
+                })?;
+                if top < sp {
+                    bail!("the registers' sp {sp:#x} is above the stack top {top:#x} ({sym} in {name}): not this program's registers, or give --stack LO..HI");
+                }
+                notes.push(format!(
+                    "note: stack {sp:#x}..{top:#x}: from the registers' sp to {sym}"
+                ));
+                Some((sp, top))
+            }
+            None => None,
+        },
+    };
+    if stack.is_some() || !regs.regs.is_empty() {
+        let (lo, hi) = stack.unwrap_or((0, 0));
+        let named = heapsnap_symbolize::stack_roots(&elf, &bytes, &memory, &regs, (lo, hi));
+        if stack.is_some() {
+            roots.extend(named.roots);
+            if !named.frames.is_empty() {
+                notes.push(format!(
+                    "note: stack frames, innermost first: {}",
+                    named
+                        .frames
+                        .iter()
+                        .map(|f| f.function.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" <- ")
+                ));
+            }
+        }
+        notes.extend(named.notes);
+        roots.extend(memory.add_registers(&named.registers));
     }
     for s in &statics.skipped {
         notes.push(format!(

@@ -85,6 +85,9 @@ fn dump(s: &Snapshot, crc: u32) -> String {
         )
         .unwrap();
     }
+    for ob in s.objects.iter().flatten() {
+        writeln!(o, "object {:x} {} {}", ob.addr, ob.stack_id, ob.size).unwrap();
+    }
     writeln!(o, "crc {crc:08x}").unwrap();
     o
 }
@@ -105,6 +108,22 @@ fn c_reader_from_the_spec_agrees_with_the_rust_decoder() {
     assert_eq!(out, dump(&snapshot_common::small(), crc_of(&golden)));
     assert!(out.contains("stack 0: 8001234 8001100 8000400"), "{out}");
 
+    // Version 2: the golden file with the object table, deltas both ways.
+    let golden2 = std::fs::read(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/small-objects.bin"),
+    )
+    .unwrap();
+    let (ok, out) = run(&exe, &golden2, "small-objects.bin");
+    assert!(ok, "{out}");
+    assert_eq!(
+        out,
+        dump(&snapshot_common::small_with_objects(), crc_of(&golden2))
+    );
+    assert!(
+        out.contains("version 2\n") && out.contains("object 20000040 0 16\nobject 20000200 0 64\n"),
+        "{out}"
+    );
+
     // Random valid snapshots (names without newlines or spaces, to keep the dump simple).
     let mut runner = TestRunner::deterministic();
     for i in 0..40 {
@@ -118,6 +137,32 @@ fn c_reader_from_the_spec_agrees_with_the_rust_decoder() {
                 .chars()
                 .filter(|c| c.is_ascii_alphanumeric())
                 .collect();
+        }
+        // Every other one with an object table (version 2): objects in random order
+        // over the buckets, at addresses that fit the word size.
+        if i % 2 == 1 && !s.buckets.is_empty() {
+            let max = if s.word_size >= 8 {
+                u64::MAX
+            } else {
+                (1u64 << (8 * u32::from(s.word_size))) - 1
+            };
+            let mut x = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(i as u64 + 1);
+            s.objects = Some(
+                (0..(i % 7) * 3)
+                    .map(|k| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        let b = &s.buckets[k % s.buckets.len()];
+                        sampler_core::decoded::LiveObject {
+                            addr: x & max,
+                            stack_id: b.stack_id,
+                            size: b.size,
+                        }
+                    })
+                    .collect(),
+            );
+            s.version = 2;
         }
         let bytes = encode_to_vec(&s).unwrap();
         let (ok, out) = run(&exe, &bytes, &format!("random-{i}.bin"));
@@ -134,9 +179,21 @@ fn c_reader_from_the_spec_agrees_with_the_rust_decoder() {
     assert!(run(&exe, &golden[..50], "cut.bin")
         .1
         .contains("error: truncated"));
-    let mut v2 = golden.clone();
-    v2[4] = 2;
-    assert!(run(&exe, &v2, "v2.bin")
+    let mut v3 = golden.clone();
+    v3[4] = 3;
+    assert!(run(&exe, &v3, "v3.bin")
         .1
         .contains("error: unsupported version"));
+    // A version-1 body read as version 2: the object count is missing.
+    let mut v2 = golden.clone();
+    v2[4] = 2;
+    assert!(run(&exe, &v2, "v2.bin").1.contains("error: "));
+    // An object naming no bucket (valid CRC): refused after the CRC, as in Rust.
+    let mut s = snapshot_common::small_with_objects();
+    s.objects.as_mut().unwrap()[1].size = 17;
+    let bytes = encode_to_vec(&s).unwrap();
+    assert!(sampler_core::snapshot::decode(&bytes).is_err());
+    assert!(run(&exe, &bytes, "no-bucket.bin")
+        .1
+        .contains("error: object names no bucket"));
 }

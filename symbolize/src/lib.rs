@@ -4,10 +4,12 @@
 //! library's snapshot importer asks for). Pure computation over bytes (files are read
 //! by the caller, see [`Loader`]), so it builds for wasm32 too.
 
+mod frames;
 mod resolve;
 mod statics;
 mod types;
 
+pub use frames::{stack_roots, stack_top, Frame, Registers, StackRoots};
 pub use heapsnap_profile::import::{hex, machine_name, SymFrame};
 pub use resolve::{snapshot_profile, ConvertError, Loader, Resolver};
 pub use statics::{static_data, StaticData};
@@ -243,6 +245,11 @@ impl Elf {
     /// GNU build id, if the ELF has one.
     pub fn build_id(&self) -> Option<&[u8]> {
         self.build_id.as_deref()
+    }
+
+    /// Does it have a symbol table with functions (not fully stripped)?
+    pub fn has_symbols(&self) -> bool {
+        !self.symbols.is_empty()
     }
 
     /// Does it have DWARF (file/line/inline info)?

@@ -30,7 +30,12 @@ fn artifacts() -> (PathBuf, PathBuf) {
         )
     });
     let leaks = dir.join("leaks");
-    for f in ["leaks-snap.bin", "leaks-ram.bin", "qemu.log"] {
+    for f in [
+        "leaks-snap.bin",
+        "leaks-ram.bin",
+        "leaks-regs.txt",
+        "qemu.log",
+    ] {
         assert!(
             leaks.join(f).is_file(),
             "{} is missing: `cargo xtask firmware` did not run the leak-check run",
@@ -68,11 +73,30 @@ fn ground_truth(leaks: &Path) -> (u64, u64, String) {
     (nums[0], nums[1], addr)
 }
 
+/// The firmware's own count of what `main` holds in its local `held` (blocks, bytes).
+fn held_by_main(leaks: &Path) -> (u64, u64) {
+    let log = std::fs::read_to_string(leaks.join("qemu.log")).unwrap();
+    let line = log
+        .lines()
+        .find_map(|l| l.strip_prefix("held by main: "))
+        .unwrap_or_else(|| panic!("no `held by main:` line in the firmware's log:\n{log}"));
+    let nums: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap())
+        .collect();
+    (nums[0], nums[1])
+}
+
+/// The arguments of a leak check of the leak-check run: the ELF, the RAM image, the
+/// registers it captured (so the stack from their sp is a root) and the snapshot.
 fn leak_args(cmd: &mut Command, leaks: &Path, elf: &Path, addr: &str) {
     cmd.arg("--elf")
         .arg(elf)
         .arg("--ram")
         .arg(format!("{}@{addr}", leaks.join("leaks-ram.bin").display()))
+        .arg("--regs")
+        .arg(leaks.join("leaks-regs.txt"))
         .arg(leaks.join("leaks-snap.bin"));
 }
 
@@ -318,6 +342,12 @@ fn an_elf_without_dwarf_falls_back_to_symbols_and_a_conservative_scan() {
     );
     // The site from the symbol table: the function, no file and line.
     assert!(text.contains(&format!("at {LOST_FN}\n")), "{text}");
+    // No CFI either (.debug_frame is debug info): the stack's frames come from the
+    // return addresses on it, and it says so.
+    assert!(
+        text.contains("by the return addresses on the stack"),
+        "{text}"
+    );
 
     let pb = retained(&leaks, &stripped, &addr, "retained-stripped.pb.gz");
     let top = top_bytes(&pb, &[]);
@@ -435,5 +465,210 @@ fn a_sampled_snapshot_is_an_explicitly_partial_answer() {
             && first.contains("sample rate 512")
             && first.contains("% of the"),
         "{out}"
+    );
+}
+
+/// The retention profile of the leak-check run with the registers: `main`'s local
+/// `held` (a Vec of boxes no static points at) is the root of exactly what the
+/// firmware says it holds, named by function and variable from DWARF at main's pc in
+/// the stack walk; without the stack the same objects are definitely lost.
+#[test]
+fn a_local_holding_heap_objects_is_named_by_function_and_variable() {
+    const LOCAL: &str = "heapsnap_firmware::__cortex_m_rt_main::held";
+    const HOLD_FN: &str = "heapsnap_firmware::router::hold_batch";
+    let (leaks, elf) = artifacts();
+    let (lost_blocks, lost_bytes, addr) = ground_truth(&leaks);
+    let (held_blocks, held_bytes) = held_by_main(&leaks);
+    let pb = retained(&leaks, &elf, &addr, "retained-stack.pb.gz");
+    let top = top_bytes(&pb, &[]);
+    assert_eq!(
+        row(&top, LOCAL).cum,
+        held_bytes as i64,
+        "{LOCAL} must hold the firmware's {held_bytes} B: {top:#?}"
+    );
+    assert_eq!(row(&top, HOLD_FN).flat, held_bytes as i64);
+    // Every held object's path starts at the local (root last in pprof's traces).
+    let t = traces(&pb);
+    let held: Vec<&Vec<String>> = t
+        .iter()
+        .filter(|s| s.first().map(String::as_str) == Some(HOLD_FN))
+        .collect();
+    assert!(!held.is_empty(), "{t:#?}");
+    for s in &held {
+        assert_eq!(s.last().map(String::as_str), Some(LOCAL), "{s:#?}");
+    }
+    // The walk's frames are said, innermost first, from CFI (no fallback note).
+    let comments = pprof(&["-comments"], &pb);
+    assert!(
+        comments.contains(
+            "stack frames, innermost first: heapsnap_firmware::dump_leak_check <- heapsnap_firmware::__cortex_m_rt_main"
+        ),
+        "{comments}"
+    );
+    assert!(!comments.contains("return addresses"), "{comments}");
+
+    // Without the registers the stack is no root: the held batch looks lost.
+    let ram = format!("{}@{addr}", leaks.join("leaks-ram.bin").display());
+    let (code, out, err) = leaks_with(&[ram], &leaks.join("leaks-snap.bin"), &elf);
+    assert_eq!(code, Some(1), "{err}");
+    // The Vec's buffer leads its group (definitely lost), the boxes hang off it.
+    let (def, ind) = (
+        totals(&out, "definitely lost"),
+        totals(&out, "indirectly lost"),
+    );
+    assert_eq!(
+        (def.0 + ind.0, def.1 + ind.1),
+        (lost_bytes + held_bytes, lost_blocks + held_blocks),
+        "without the stack, main's batch ({held_blocks} blocks, {held_bytes} B) is lost too:\n{out}"
+    );
+    assert_eq!(ind.1, held_blocks - 1, "{out}");
+}
+
+/// (bytes, blocks) of a category in the summary (`definitely lost: 1,234 bytes in 5 blocks`).
+fn totals(out: &str, category: &str) -> (u64, u64) {
+    let line = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(&format!("{category}: ")))
+        .unwrap_or_else(|| panic!("no {category} in:\n{out}"));
+    let nums: Vec<u64> = line
+        .replace(',', "")
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap())
+        .collect();
+    (nums[0], nums[1])
+}
+
+/// The address of the Vec buffer `main` holds, from the loss record `heapsnap leaks`
+/// prints for it when the stack is not given.
+fn held_buffer_addr(leaks: &Path, elf: &Path, addr: &str) -> String {
+    let ram = format!("{}@{addr}", leaks.join("leaks-ram.bin").display());
+    let (_, out, _) = leaks_with(&[ram], &leaks.join("leaks-snap.bin"), elf);
+    let record = out
+        .split("\n\n")
+        .find(|r| r.contains("are definitely lost") && r.contains("hold_batch"))
+        .unwrap_or_else(|| panic!("no loss record of hold_batch:\n{out}"));
+    let objs = record
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("objects: "))
+        .unwrap();
+    objs.split(", ")
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+/// A pointer held only in a register (`--reg r4=ADDR`, here the held Vec's buffer and
+/// no stack): the buffer and the boxes it points to are still reachable, held by the
+/// register, and the check finds exactly the firmware's lost blocks again.
+#[test]
+fn a_pointer_held_only_in_a_register_is_a_root_named_by_the_register() {
+    let (leaks, elf) = artifacts();
+    let (lost_blocks, lost_bytes, addr) = ground_truth(&leaks);
+    let buf = held_buffer_addr(&leaks, &elf, &addr);
+    let run_with = |reg: &str| {
+        let out = Command::new(heapsnap())
+            .arg("leaks")
+            .arg("--elf")
+            .arg(&elf)
+            .arg("--ram")
+            .arg(format!("{}@{addr}", leaks.join("leaks-ram.bin").display()))
+            .arg("--reg")
+            .arg(reg)
+            .arg(leaks.join("leaks-snap.bin"))
+            .output()
+            .unwrap();
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (out, err) = run_with(&format!("r4={buf}"));
+    assert!(
+        out.contains(&format!(
+            "definitely lost: {lost_bytes} bytes in {lost_blocks} blocks"
+        )),
+        "r4 = {buf} holds main's batch:\n{out}\n{err}"
+    );
+    let tmp = target_dir().join("firmware-leaks");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let pb = tmp.join("retained-reg.pb.gz");
+    run(Command::new(heapsnap())
+        .arg("retain")
+        .arg("-o")
+        .arg(&pb)
+        .arg("--elf")
+        .arg(&elf)
+        .arg("--ram")
+        .arg(format!("{}@{addr}", leaks.join("leaks-ram.bin").display()))
+        .arg("--reg")
+        .arg(format!("r4={buf}"))
+        .arg(leaks.join("leaks-snap.bin")));
+    let (_, held_bytes) = held_by_main(&leaks);
+    assert_eq!(
+        row(&top_bytes(&pb, &[]), "register r4").cum,
+        held_bytes as i64
+    );
+    // A name that is not a register of the machine is refused, saying which.
+    let (_, err) = run_with("q9=0x1");
+    assert!(
+        err.contains("--reg q9=0x1") && !err.contains("panicked"),
+        "{err}"
+    );
+}
+
+/// A fully stripped ELF (`objcopy --strip-all`: no DWARF, no symbols, no CFI, no
+/// stack-top symbol): the stack needs --stack, frames and sites are addresses, the
+/// output says all of it, and the lost blocks are still exactly the firmware's.
+#[test]
+fn a_fully_stripped_elf_is_checked_conservatively_and_says_so() {
+    let (leaks, elf) = artifacts();
+    let (blocks, bytes, addr) = ground_truth(&leaks);
+    let tmp = target_dir().join("firmware-leaks");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let stripped = tmp.join("heapsnap-firmware-strip-all.elf");
+    run(Command::new("arm-none-eabi-objcopy")
+        .arg("--strip-all")
+        .arg(&elf)
+        .arg(&stripped));
+    let regs = std::fs::read_to_string(leaks.join("leaks-regs.txt")).unwrap();
+    let sp = regs
+        .lines()
+        .find_map(|l| l.strip_prefix("sp="))
+        .unwrap()
+        .to_owned();
+    let mut c = Command::new(heapsnap());
+    c.arg("leaks");
+    leak_args(&mut c, &leaks, &stripped, &addr);
+    let out = c.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        err.contains("no stack-top symbol") && err.contains("--stack"),
+        "{err}"
+    );
+    let mut c = Command::new(heapsnap());
+    c.arg("leaks")
+        .arg("--stack")
+        .arg(format!("{sp}..0x20010000"));
+    leak_args(&mut c, &leaks, &stripped, &addr);
+    let out = c.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    for said in [
+        "neither DWARF nor a symbol table",
+        "conservative scan only",
+        "no call frame information",
+    ] {
+        assert!(text.contains(said), "`{said}` must be said:\n{text}");
+    }
+    assert!(
+        text.contains(&format!(
+            "definitely lost: {bytes} bytes in {blocks} blocks"
+        )),
+        "{text}"
     );
 }

@@ -196,7 +196,8 @@ struct LeakFiles {
 }
 
 /// `heapsnap leaks` and `heapsnap retain` over the firmware's leak-check run in `dir`
-/// (its snapshot, RAM image and console log, which says where the image starts).
+/// (its snapshot, RAM image, registers and console log, which says where the image
+/// starts).
 /// `heapsnap leaks` exits 1 on a leak: the demo firmware leaks on purpose, so 0 and 1
 /// both go on; anything else is an error.
 fn leak_check(heapsnap: &Path, elf: &Path, dir: &Path) -> Res<LeakFiles> {
@@ -220,6 +221,10 @@ fn leak_check(heapsnap: &Path, elf: &Path, dir: &Path) -> Res<LeakFiles> {
             .arg(elf)
             .arg("--ram")
             .arg(format!("{}@{addr}", dir.join("leaks-ram.bin").display()))
+            // The registers it captured: the stack from their sp is a root, its
+            // words named by frame and local (main's `held` batch).
+            .arg("--regs")
+            .arg(dir.join("leaks-regs.txt"))
             .arg(dir.join("leaks-snap.bin"));
     };
     let summary = dir.join("leaks.txt");

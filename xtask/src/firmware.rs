@@ -169,7 +169,7 @@ pub fn run_leak_check(elf: &Path) -> Res {
 }
 
 /// What the leak-check run writes.
-pub const LEAK_FILES: [&str; 2] = ["leaks-snap.bin", "leaks-ram.bin"];
+pub const LEAK_FILES: [&str; 3] = ["leaks-snap.bin", "leaks-ram.bin", "leaks-regs.txt"];
 
 /// Where the RISC-V firmware's run goes (laid out like [`out_dir`]); the e2e tests find
 /// it under `HEAPSNAP_FIRMWARE_OUT`.

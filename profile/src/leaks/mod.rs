@@ -220,6 +220,60 @@ impl Memory {
         })
     }
 
+    /// Bytes per word of the target (what a pointer takes).
+    pub fn word_size(&self) -> u8 {
+        self.word as u8
+    }
+
+    /// The word at `addr` in the target's byte order, if an image holds it: what a
+    /// stack walk reads (saved registers, return addresses).
+    pub fn read_word(&self, addr: u64) -> Option<u64> {
+        self.read(addr, self.word as u8)
+    }
+
+    /// Register values as roots: they become the words of a pseudo image placed just
+    /// past the target's address space (no pointer of the program reaches it, and no
+    /// image can be there), one root per register named `name`. Registers are memory
+    /// for the scan like any other root, so a pointer held only in a register keeps
+    /// its object reachable and the reference path names the register.
+    pub fn add_registers(&mut self, regs: &[(String, u64)]) -> Vec<Root> {
+        let w = self.word as u64;
+        let base = if self.word >= 8 {
+            // No room past 64 bits: the last page, which no user program maps.
+            !0xfff_u64
+        } else {
+            1u64 << (self.word * 8)
+        };
+        let base = self
+            .images
+            .last()
+            .map_or(base, |i| base.max(i.end().div_ceil(w) * w));
+        let mut bytes = Vec::with_capacity(regs.len() * self.word);
+        let mut roots = Vec::with_capacity(regs.len());
+        for (k, (name, v)) in regs.iter().enumerate() {
+            let b = v.to_le_bytes();
+            let b = &b[..self.word];
+            if self.big_endian {
+                bytes.extend(b.iter().rev());
+            } else {
+                bytes.extend_from_slice(b);
+            }
+            roots.push(Root {
+                name: name.clone(),
+                start: base + k as u64 * w,
+                size: w,
+            });
+        }
+        if !regs.is_empty() {
+            self.images.push(Image {
+                name: "registers".into(),
+                addr: base,
+                bytes,
+            });
+        }
+        roots
+    }
+
     /// The image holding `addr`, if any.
     fn image(&self, addr: u64) -> Option<&Image> {
         let i = self.images.partition_point(|i| i.addr <= addr);

@@ -521,3 +521,32 @@ proptest::proptest! {
         }
     }
 }
+
+/// A pointer held only in a register (given as `r4`): its object is still reachable,
+/// held by the register's root; without the register the same object is definitely
+/// lost; a register holding an interior pointer makes it possibly lost.
+#[test]
+fn a_pointer_only_in_a_register_keeps_its_object_reachable() {
+    let (a, b) = (HEAP, HEAP + 0x40);
+    let objects = vec![obj(a, 16), obj(b, 16)];
+    let none = scan(&image(&[]), vec![], objects.clone()).unwrap();
+    assert_eq!(category_of(&none, a), Category::DefinitelyLost);
+
+    let mut m = image(&[]);
+    let regs = m.add_registers(&[
+        ("r4 (main::held)".into(), a),
+        ("r5".into(), b + 8),
+        ("r6".into(), 0x1234),
+    ]);
+    assert_eq!(regs.len(), 3);
+    // Past the 32-bit address space: no word of the program can point at a register.
+    assert!(regs.iter().all(|r| r.start >= 1 << 32));
+    let l = scan(&m, regs, objects).unwrap();
+    assert_eq!(category_of(&l, a), Category::StillReachable);
+    assert_eq!(category_of(&l, b), Category::PossiblyLost);
+    let path = l.reference_path(0);
+    assert!(
+        matches!(path.as_slice(), [PathFrame::Root(r)] if r.name == "r4 (main::held)"),
+        "{path:?}"
+    );
+}

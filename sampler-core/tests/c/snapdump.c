@@ -2,6 +2,8 @@
  * functions are the spec's), so the spec is checked to be implementable: the test
  * `snapshot_spec_c.rs` compiles this and compares its dump with the Rust decoder's.
  *
+ * Reads version 1 and version 2 (the object table, §2.5).
+ *
  * usage: snapdump FILE   -> prints a canonical text dump, exit 0; or "error: ..." exit 1
  */
 #include <inttypes.h>
@@ -68,7 +70,7 @@ int main(int argc, char **argv) {
     if (memcmp(take(4), "HSNP", 4) != 0) fail("bad magic");
     const uint8_t *v = take(2);
     unsigned version = v[0] | (unsigned)v[1] << 8;
-    if (version != 1) fail("unsupported version");
+    if (version != 1 && version != 2) fail("unsupported version");
     unsigned word_size = *take(1);
     printf("version %u\nword_size %u\n", version, word_size);
     printf("sample_rate %" PRIu64 "\n", varint());
@@ -107,11 +109,39 @@ int main(int argc, char **argv) {
     }
 
     uint64_t nbuckets = varint();
+    /* A bucket takes at least 6 bytes: the count is bounded by the input. */
+    if (nbuckets > (len - pos) / 6) fail("truncated");
+    uint64_t *keys = malloc(2 * (nbuckets ? nbuckets : 1) * sizeof *keys);
+    if (!keys) fail("out of memory");
     for (uint64_t i = 0; i < nbuckets; i++) {
         uint64_t stack = varint(), size = varint();
         uint64_t allocs = varint(), frees = varint(), ab = varint(), fb = varint();
+        keys[2 * i] = stack;
+        keys[2 * i + 1] = size;
         printf("bucket %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", stack,
                size, allocs, frees, ab, fb);
+    }
+
+    /* Version 2: the object table (§2.5). Its meaning (bucket, word size) is checked
+     * after the CRC, like the Rust decoder's. */
+    uint64_t nobjects = 0, *objs = NULL;
+    if (version == 2) {
+        nobjects = varint();
+        /* An object takes at least 3 bytes. */
+        if (nobjects > (len - pos) / 3) fail("truncated");
+        objs = malloc(3 * (nobjects ? nobjects : 1) * sizeof *objs);
+        if (!objs) fail("out of memory");
+        uint64_t addr = 0;
+        for (uint64_t i = 0; i < nobjects; i++) {
+            addr = i == 0 ? varint() : addr + (uint64_t)unzigzag(varint());
+            uint64_t stack = varint();
+            if (stack > 0xFFFFFFFFu) fail("stack id does not fit u32");
+            uint64_t size = varint();
+            objs[3 * i] = addr;
+            objs[3 * i + 1] = stack;
+            objs[3 * i + 2] = size;
+            printf("object %" PRIx64 " %" PRIu64 " %" PRIu64 "\n", addr, stack, size);
+        }
     }
 
     size_t body = pos;
@@ -120,6 +150,14 @@ int main(int argc, char **argv) {
     uint32_t computed = crc32_update(0xFFFFFFFFu, buf, body) ^ 0xFFFFFFFFu;
     if (stored != computed) fail("bad crc");
     if (pos != len) fail("trailing bytes");
+    uint64_t word_max = word_size >= 8 ? UINT64_MAX : ((uint64_t)1 << (8 * word_size)) - 1;
+    for (uint64_t i = 0; i < nobjects; i++) {
+        if (objs[3 * i] > word_max) fail("object address does not fit the word size");
+        int found = 0;
+        for (uint64_t k = 0; k < nbuckets && !found; k++)
+            found = keys[2 * k] == objs[3 * i + 1] && keys[2 * k + 1] == objs[3 * i + 2];
+        if (!found) fail("object names no bucket");
+    }
     printf("crc %08x\n", stored);
     return 0;
 }
