@@ -572,7 +572,9 @@ pub fn decode_frames_from(
         result: Err(DecodeError::BadFrame {
             offset: start as usize,
             what: format!(
-                "a frame of {len} bytes or more, over the limit of {max_frame} bytes per frame                  (not a snapshot, or raise the limit if it is)"
+                "a frame of {len} bytes or more, over the limit of {max_frame} bytes per frame \
+                 (not held, not decoded: garbage, or raise the reader's frame limit; \
+                 heapsnap: --limit input-size=N)"
             ),
         }),
     };
@@ -597,6 +599,23 @@ pub fn decode_frames_from(
         };
         let mut rest = buf.get(..n).unwrap_or(&[]);
         while !rest.is_empty() {
+            if len == 0 {
+                // Between frames: runs of delimiters (a line idle at 0x00, a sparse
+                // file's holes) skipped eight bytes at a time.
+                let zeros = rest.chunks_exact(8).take_while(|c| *c == [0u8; 8]).count() * 8;
+                read += zeros as u64;
+                rest = &rest[zeros..];
+                start = read;
+                if rest.first() == Some(&0) {
+                    read += 1;
+                    rest = &rest[1..];
+                    start = read;
+                    continue;
+                }
+                if rest.is_empty() {
+                    break;
+                }
+            }
             let (piece, delimited) = match rest.iter().position(|&b| b == 0) {
                 Some(i) => (&rest[..i], true),
                 None => (rest, false),

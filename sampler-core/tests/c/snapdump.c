@@ -68,11 +68,20 @@ int main(int argc, char **argv) {
     if (memcmp(take(4), "HSNP", 4) != 0) fail("bad magic");
     const uint8_t *v = take(2);
     unsigned version = v[0] | (unsigned)v[1] << 8;
-    if (version != 1) fail("unsupported version");
+    /* Version 3 with a timestamp only (spec §2.6); no object table (version 2). */
+    if (version != 1 && version != 3) fail("unsupported version");
     unsigned word_size = *take(1);
     printf("version %u\nword_size %u\n", version, word_size);
     printf("sample_rate %" PRIu64 "\n", varint());
     printf("cycle %" PRIu64 "\n", varint());
+    if (version == 3) {
+        uint64_t flags = varint();
+        if (flags & ~(uint64_t)1) fail("unsupported flags");
+        if (flags & 1) {
+            uint64_t ticks = varint();
+            printf("timestamp %" PRIu64 " %" PRIu64 "\n", ticks, varint());
+        }
+    }
 
     uint64_t ncounters = varint();
     printf("counters");
