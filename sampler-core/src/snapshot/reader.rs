@@ -601,8 +601,14 @@ pub fn decode_frames_from(
         while !rest.is_empty() {
             if len == 0 {
                 // Between frames: runs of delimiters (a line idle at 0x00, a sparse
-                // file's holes) skipped eight bytes at a time.
-                let zeros = rest.chunks_exact(8).take_while(|c| *c == [0u8; 8]).count() * 8;
+                // file's holes) skipped a block at a time (one `memcmp` each).
+                const ZEROS: [u8; 512] = [0; 512];
+                let mut zeros = 0;
+                while rest.len() - zeros >= ZEROS.len()
+                    && rest[zeros..zeros + ZEROS.len()] == ZEROS[..]
+                {
+                    zeros += ZEROS.len();
+                }
                 read += zeros as u64;
                 rest = &rest[zeros..];
                 start = read;
