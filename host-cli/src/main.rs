@@ -422,9 +422,7 @@ fn timeline(
         let mut reader: Box<dyn Read> = if path == "-" {
             Box::new(std::io::stdin().lock())
         } else {
-            Box::new(
-                std::fs::File::open(path).with_context(|| format!("cannot read {path}"))?,
-            )
+            Box::new(std::fs::File::open(path).with_context(|| format!("cannot read {path}"))?)
         };
         let mut head = Vec::new();
         (&mut reader)

@@ -96,7 +96,13 @@ fn a_3_gib_sparse_capture_streams_in_bounded_memory() {
     };
     assert_eq!(
         pick(&rows[0]),
-        ("0".into(), "1".into(), "160".into(), "2000000".into(), "1000000".into())
+        (
+            "0".into(),
+            "1".into(),
+            "160".into(),
+            "2000000".into(),
+            "1000000".into()
+        )
     );
     assert_eq!(
         pick(&rows[1]),
@@ -112,7 +118,10 @@ fn a_3_gib_sparse_capture_streams_in_bounded_memory() {
     let out = heapsnap(&["timeline", p]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains(" time_s ") && text.contains("5.500000"), "{text}");
+    assert!(
+        text.contains(" time_s ") && text.contains("5.500000"),
+        "{text}"
+    );
     let _ = std::fs::remove_file(&path);
 }
 
@@ -130,7 +139,10 @@ fn a_frame_over_the_limit_is_a_bad_frame_naming_limit_and_offset() {
     let out = heapsnap(&["timeline", "--limit", "input-size=1M", p]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("3 frame(s) in the capture, 2 good, 1 bad"), "{text}");
+    assert!(
+        text.contains("3 frame(s) in the capture, 2 good, 1 bad"),
+        "{text}"
+    );
     let bad = text
         .lines()
         .find(|l| l.contains(&format!("offset {long_at} ")))

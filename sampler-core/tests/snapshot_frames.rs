@@ -247,8 +247,8 @@ fn streamed_capture_yields_the_frames_of_the_whole_capture() {
     assert_eq!(whole.len(), 5);
     for step in [1, 3, 8, 9, 64, 1 << 20] {
         let mut streamed = Vec::new();
-        let read = decode_frames_from(Trickle { data: &cap, step }, 4096, |f| streamed.push(f))
-            .unwrap();
+        let read =
+            decode_frames_from(Trickle { data: &cap, step }, 4096, |f| streamed.push(f)).unwrap();
         assert_eq!(read, cap.len() as u64);
         assert_eq!(streamed, whole, "read {step} bytes at a time");
     }
@@ -260,7 +260,15 @@ fn streamed_capture_yields_the_frames_of_the_whole_capture() {
     cap.push(0);
     cap.extend(encode_framed_to_vec(&numbered(2)).unwrap());
     let mut frames = Vec::new();
-    decode_frames_from(Trickle { data: &cap, step: 700 }, 1000, |f| frames.push(f)).unwrap();
+    decode_frames_from(
+        Trickle {
+            data: &cap,
+            step: 700,
+        },
+        1000,
+        |f| frames.push(f),
+    )
+    .unwrap();
     let cycles: Vec<Option<u64>> = frames
         .iter()
         .map(|f| f.result.as_ref().ok().map(|s| s.cycle))

@@ -10,7 +10,8 @@ mod snapshot_common;
 use std::path::PathBuf;
 
 use sampler_core::snapshot::{
-    decode, decode_frames, encode_framed_to_vec, encode_to_vec, VERSION, VERSION_FLAGS, VERSION_OBJECTS,
+    decode, decode_frames, encode_framed_to_vec, encode_to_vec, VERSION, VERSION_FLAGS,
+    VERSION_OBJECTS,
 };
 
 fn golden(name: &str) -> PathBuf {

@@ -224,7 +224,11 @@ fn uart_capture_timeline_has_a_row_per_frame_and_the_leak_grows_as_diff_says() {
     let snaps = e2e::firmware_snapshots(&out);
     assert_eq!(rows.len(), cap.offsets.len(), "{text}");
     assert!(rows.len() > snaps.len(), "{text}");
-    assert!(cap.cycles.windows(2).all(|w| w[0] < w[1]), "{:?}", cap.cycles);
+    assert!(
+        cap.cycles.windows(2).all(|w| w[0] < w[1]),
+        "{:?}",
+        cap.cycles
+    );
     for (i, r) in rows.iter().enumerate() {
         assert_eq!(
             (r.index, r.cycle, r.offset, r.time.as_str()),
@@ -282,7 +286,10 @@ fn uart_capture_timeline_has_a_row_per_frame_and_the_leak_grows_as_diff_says() {
     assert!(first_grower.ends_with(LEAK), "{text}");
 
     // CSV: the same rows, then the same growth, the leak first.
-    let csv = run(&mut heapsnap_cmd(&["timeline", "--format", "csv", capture], &elf));
+    let csv = run(&mut heapsnap_cmd(
+        &["timeline", "--format", "csv", capture],
+        &elf,
+    ));
     assert_eq!(csv_rows(&csv), rows, "{csv}");
     let growth = csv_growth(&csv);
     assert!(growth[0].1.ends_with(LEAK), "{csv}");

@@ -133,7 +133,10 @@ pub fn run(args: &[String]) -> Res {
             println!("  {}", p.display());
         }
         if let Some(cap) = &input.capture {
-            println!("\nthe {}'s UART capture (every snapshot it streamed, COBS-framed):", input.what);
+            println!(
+                "\nthe {}'s UART capture (every snapshot it streamed, COBS-framed):",
+                input.what
+            );
             println!("  {}", cap.display());
             if let Some(elf) = &input.elf {
                 println!("  its ELF: {}", elf.display());
@@ -173,9 +176,8 @@ pub fn run(args: &[String]) -> Res {
         (Some(cap), Some(elf)) => {
             for (from, name) in [(cap, CAPTURE_NAME), (elf, ELF_NAME)] {
                 let to = demo_dir.join(name);
-                std::fs::copy(from, &to).map_err(|e| {
-                    format!("copying {} to {}: {e}", from.display(), to.display())
-                })?;
+                std::fs::copy(from, &to)
+                    .map_err(|e| format!("copying {} to {}: {e}", from.display(), to.display()))?;
             }
             true
         }

@@ -110,10 +110,12 @@ pub fn snapshot() -> impl Strategy<Value = Snapshot> {
                             .collect()
                     };
                     let timestamp =
-                        clock.map(|(ticks, ticks_per_second)| sampler_core::snapshot::Timestamp {
-                            ticks,
-                            ticks_per_second,
-                        });
+                        clock.map(
+                            |(ticks, ticks_per_second)| sampler_core::snapshot::Timestamp {
+                                ticks,
+                                ticks_per_second,
+                            },
+                        );
                     Snapshot {
                         objects: None,
                         // Version 3 is what a snapshot with a timestamp is written as.

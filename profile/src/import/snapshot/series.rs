@@ -238,7 +238,10 @@ impl Points {
             } = &mut item.input
             {
                 if item.offset.is_some()
-                    && item.name.strip_prefix(name).is_some_and(|r| r.starts_with('@'))
+                    && item
+                        .name
+                        .strip_prefix(name)
+                        .is_some_and(|r| r.starts_with('@'))
                 {
                     (*bad_frames, *n) = (bad_count, frames);
                 }
@@ -308,13 +311,13 @@ pub fn read_series<'a>(
         });
     }
     let cycles: Option<Vec<u64>> = s.items.iter().map(|i| cycle(&i.input)).collect();
-    let stamps: Option<Vec<Timestamp>> = s
-        .items
-        .iter()
-        .map(|i| point(&i.input).timestamp)
-        .collect();
+    let stamps: Option<Vec<Timestamp>> =
+        s.items.iter().map(|i| point(&i.input).timestamp).collect();
     let keys = match stamps {
-        Some(t) if t.iter().all(|x| x.ticks_per_second == t[0].ticks_per_second) => {
+        Some(t)
+            if t.iter()
+                .all(|x| x.ticks_per_second == t[0].ticks_per_second) =>
+        {
             Some(t.iter().map(|t| t.ticks).collect::<Vec<u64>>())
         }
         _ => cycles,
