@@ -581,6 +581,45 @@ mod tests {
     }
 
     #[test]
+    fn files_with_timestamps_of_one_clock_are_ordered_by_it() {
+        let stamped = |cycle, ticks, hz| {
+            let mut s = snap(cycle, 16);
+            s.version = snapshot::VERSION_FLAGS;
+            s.timestamp = Some(Timestamp {
+                ticks,
+                ticks_per_second: hz,
+            });
+            s.encode().unwrap()
+        };
+        // Cycles say b, a, c; the clock says c, a, b (a device reset restarted cycles).
+        let (a, b, c) = (
+            stamped(5, 2_000, 1_000),
+            stamped(1, 3_000, 1_000),
+            stamped(9, 1_000, 1_000),
+        );
+        let files = [
+            ("a", a.as_slice()),
+            ("b", b.as_slice()),
+            ("c", c.as_slice()),
+        ];
+        let s = read_series(files, &Limits::default()).unwrap();
+        let names: Vec<&str> = s.items.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["c", "a", "b"]);
+        let p = point(&s.items[0].input);
+        assert_eq!(p.timestamp.map(|t| t.ticks), Some(1_000));
+        // Two clocks cannot be compared: by cycle then.
+        let other = stamped(1, 3_000, 7);
+        let files = [
+            ("a", a.as_slice()),
+            ("b", other.as_slice()),
+            ("c", c.as_slice()),
+        ];
+        let s = read_series(files, &Limits::default()).unwrap();
+        let names: Vec<&str> = s.items.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["b", "a", "c"]);
+    }
+
+    #[test]
     fn a_profile_among_the_files_keeps_the_order_given() {
         let s1 = snap(1, 64);
         let mut sym = crate::import::NoSymbols(&s1);
