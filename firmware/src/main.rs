@@ -12,6 +12,11 @@
 //! it exits QEMU with a status code, or, when the semihosting command line has the word
 //! `live`, keeps running: a live target for `heapsnap pull` to read from.
 //!
+//! Every `STREAM_EVERY` messages it also streams a snapshot over UART0 as one COBS frame
+//! (the serial stream a device sends for hours; QEMU's `-serial file:` records it as
+//! `capture.cobs`), stamped with the SysTick clock (`serial::now`, a version-3
+//! snapshot): `heapsnap timeline` reads the heap over time from it.
+//!
 //! With the word `leaks` it is the leak-check run instead: every allocation sampled
 //! (rate 1), no periodic snapshots, and at the end a snapshot with the object table
 //! (`leaks-snap.bin`), the registers (`leaks-regs.txt`) and the RAM from its static
@@ -26,6 +31,7 @@ extern crate alloc;
 
 mod host;
 mod router;
+mod serial;
 
 // Links the single-core `critical-section` implementation (interrupts off).
 use cortex_m as _;
@@ -43,6 +49,9 @@ const HEAP_BYTES: usize = 16 * 1024;
 const MESSAGES: u32 = 480;
 /// A snapshot every this many messages (so the run writes MESSAGES / DUMP_EVERY files).
 const DUMP_EVERY: u32 = 96;
+/// A snapshot over UART0 every this many messages (so the capture holds
+/// MESSAGES / STREAM_EVERY frames; every sixth is taken with a semihosting file's).
+const STREAM_EVERY: u32 = 16;
 /// Seed of the message source.
 const SEED: u32 = 0x2545_f491;
 
@@ -99,6 +108,15 @@ fn main() -> ! {
     let profiler = HEAP.profiler();
     let leak_check = host::cmdline_has(b"leaks");
     profiler.start(if leak_check { 1 } else { SAMPLE_RATE }, SAMPLER_SEED);
+    // The serial stream and its clock (not in the leak-check run: no interrupt moves
+    // RAM while its image is copied out).
+    if !leak_check {
+        serial::init_uart();
+        if let Some(p) = cortex_m::Peripherals::take() {
+            serial::start_clock(p.SYST);
+        }
+    }
+    let (mut streamed, mut streamed_bytes) = (0u32, 0usize);
 
     // SAFETY: the only reference to ROUTER, taken once here.
     let router = unsafe { (*core::ptr::addr_of_mut!(ROUTER)).insert(router::Router::new(SEED)) };
@@ -108,6 +126,15 @@ fn main() -> ! {
         // End of a main-loop turn: the message's temporaries are gone, the heap means
         // something here.
         profiler.advance_cycle();
+        if n % STREAM_EVERY == 0 && !leak_check {
+            match stream_snapshot() {
+                Ok(len) => {
+                    streamed += 1;
+                    streamed_bytes += len;
+                }
+                Err(()) => exit(false),
+            }
+        }
         if n % DUMP_EVERY == 0 && !leak_check {
             match dump_snapshot(written) {
                 Ok(len) => {
@@ -145,6 +172,15 @@ fn main() -> ! {
         HEAP.inner().used(),
         HEAP_BYTES
     );
+    if !leak_check {
+        hprintln!(
+            "uart: {} snapshot frames, {} bytes (COBS) at {} ticks of {} Hz",
+            streamed,
+            streamed_bytes,
+            serial::now().ticks,
+            serial::CORE_HZ
+        );
+    }
     hprintln!(
         "lost: {} blocks, {} bytes",
         router.lost_blocks,
@@ -187,6 +223,27 @@ fn live() -> ! {
         }
         cortex_m::asm::delay(LIVE_REPUBLISH_CYCLES);
     }
+}
+
+/// Stream a snapshot over UART0 as one COBS frame, stamped with the SysTick clock;
+/// returns the frame's bytes (delimiter included). Nothing is buffered: the encoder's
+/// bytes go to the UART as they come, with the profiler's lock held (interrupts off).
+fn stream_snapshot() -> Result<usize, ()> {
+    let at = serial::now();
+    let mut sent = 0usize;
+    HEAP.profiler()
+        .with_view(&[fw_mapping()], |v| {
+            sampler_core::snapshot::encode_framed_stream(
+                &v.at(at),
+                sampler_core::snapshot::FnSink::new(|bytes: &[u8]| {
+                    sent += bytes.len();
+                    serial::uart_write(bytes)
+                }),
+            )
+        })
+        .map_err(|e| hprintln!("uart snapshot: {}", e))?
+        .map_err(|e| hprintln!("uart snapshot: {}", e))?;
+    Ok(sent)
 }
 
 /// Stream snapshot `n` to `snap-NNN.bin` on the host; returns its size in bytes.
@@ -263,7 +320,8 @@ fn dump_leak_check() -> Result<(), ()> {
     let bytes = end as usize - start as usize;
     // SAFETY: `__sdata.._stack_start` is the RAM cortex-m-rt lays out (static data, then
     // the stack), readable; only the frames below this one change while the semihosting
-    // call copies it out (no allocation, no interrupt handlers in this firmware).
+    // call copies it out (no allocation, and SysTick is not started in the leak-check
+    // run, so no interrupt handler runs).
     let ram = unsafe { core::slice::from_raw_parts(start, bytes) };
     let mut file =
         SemihostingFile::create(b"leaks-ram.bin\0").map_err(|e| fail("leaks-ram.bin", &e))?;

@@ -409,9 +409,14 @@ fn run(cli: Cli) -> Result<()> {
     }
 }
 
-/// `heapsnap timeline`: the inputs read as one series, a row per good point, and (in
-/// the table, with two points or more) the growth from the first to the last, each
-/// symbolized and pruned as `heapsnap diff` reads them.
+/// `heapsnap timeline`: the inputs read as one series, a row per good point, and
+/// (with two points or more) the growth from the first to the last, each symbolized
+/// and pruned as `heapsnap diff` reads them.
+///
+/// A serial capture is streamed frame by frame: only the frame being read is held (at
+/// most `input-size` bytes, the limit a whole input has elsewhere), plus one small row
+/// per good frame, so a capture of any size is read in bounded memory. Other inputs
+/// are read whole within `input-size`.
 fn timeline(
     inputs: &[String],
     sym: &SymArgs,
@@ -422,41 +427,101 @@ fn timeline(
     if inputs.iter().filter(|i| *i == "-").count() > 1 {
         bail!("stdin (`-`) can be read once only");
     }
-    let mut files = Vec::new();
+    // Each input's first bytes say whether it is a capture.
+    let mut opened = Vec::new();
     for path in inputs {
-        let bytes = read_input_bytes(path, limits)?;
-        files.push((path.as_str(), bytes));
+        let mut reader: Box<dyn Read> = if path == "-" {
+            Box::new(std::io::stdin().lock())
+        } else {
+            Box::new(std::fs::File::open(path).with_context(|| format!("cannot read {path}"))?)
+        };
+        let mut head = Vec::new();
+        (&mut reader)
+            .take(SNIFF_BYTES)
+            .read_to_end(&mut head)
+            .with_context(|| format!("cannot read {path}"))?;
+        let capture = series::looks_like_capture(&head);
+        opened.push((path.as_str(), head, reader, capture));
     }
-    let series = series::read_series(files.iter().map(|(p, b)| (*p, b.as_slice())), limits)?;
-    let text = match format {
-        TimelineFormat::Csv => host_cli::timeline::csv(&series),
-        TimelineFormat::Table => {
-            let growth = match (series.items.first(), series.items.last()) {
-                (Some(first), Some(last)) if series.items.len() > 1 => {
-                    // The file an item came from (a capture's frame: `FILE@i`).
-                    let len = |name: &str| {
-                        files
-                            .iter()
-                            .find(|(p, _)| {
-                                name.strip_prefix(*p)
-                                    .is_some_and(|r| r.is_empty() || r.starts_with('@'))
-                            })
-                            .map_or(0, |(_, b)| b.len() as u64)
-                    };
-                    let a = item_profile(first, len(&first.name), sym, limits)?;
-                    let b = item_profile(last, len(&last.name), sym, limits)?;
-                    let (rows, unit) = analysis::growth(&a, &b, "inuse_space", n)
-                        .with_context(|| format!("growth from {} to {}", first.name, last.name))?;
-                    print_warnings(&first.name, &a);
-                    print_warnings(&last.name, &b);
-                    Some(host_cli::timeline::Growth { rows, unit })
+    // Bytes read of each input: what a point's conversion budget is relative to.
+    let mut sizes: Vec<(&str, u64)> = Vec::new();
+    let max_frame = usize::try_from(limits.input_size).unwrap_or(usize::MAX);
+    let points = if opened.iter().any(|o| o.3) {
+        // Captures keep the order given (each one the device's stream order).
+        let mut points = series::Points::default();
+        for (path, head, reader, capture) in opened {
+            let input = std::io::Cursor::new(head).chain(reader);
+            if capture {
+                let read = points.stream_capture(path, input, max_frame)?;
+                sizes.push((path, read));
+            } else {
+                let bytes = read_all_capped(path, input, limits)?;
+                let s = series::read_series([(path, bytes.as_slice())], limits)?;
+                sizes.push((path, bytes.len() as u64));
+                for item in s.items {
+                    points.push(item);
                 }
-                _ => None,
-            };
-            host_cli::timeline::table(&series, growth.as_ref())
+            }
         }
+        points.check_not_empty()?;
+        points
+    } else {
+        let mut files = Vec::new();
+        for (path, head, reader, _) in opened {
+            let input = std::io::Cursor::new(head).chain(reader);
+            let bytes = read_all_capped(path, input, limits)?;
+            sizes.push((path, bytes.len() as u64));
+            files.push((path, bytes));
+        }
+        let s = series::read_series(files.iter().map(|(p, b)| (*p, b.as_slice())), limits)?;
+        series::Points::from_series(s)
+    };
+    let growth = match (&points.first, &points.last) {
+        (Some(first), Some(last)) => {
+            // The input an item came from (a capture's frame: `FILE@i`).
+            let len = |name: &str| {
+                sizes
+                    .iter()
+                    .find(|(p, _)| {
+                        name.strip_prefix(*p)
+                            .is_some_and(|r| r.is_empty() || r.starts_with('@'))
+                    })
+                    .map_or(0, |(_, b)| *b)
+            };
+            let a = item_profile(first, len(&first.name), sym, limits)?;
+            let b = item_profile(last, len(&last.name), sym, limits)?;
+            let (rows, unit) = analysis::growth(&a, &b, "inuse_space", n)
+                .with_context(|| format!("growth from {} to {}", first.name, last.name))?;
+            print_warnings(&first.name, &a);
+            print_warnings(&last.name, &b);
+            Some(host_cli::timeline::Growth { rows, unit })
+        }
+        _ => None,
+    };
+    let text = match format {
+        TimelineFormat::Csv => host_cli::timeline::csv(&points, growth.as_ref()),
+        TimelineFormat::Table => host_cli::timeline::table(&points, growth.as_ref()),
     };
     write_out(None, text.as_bytes(), false)
+}
+
+/// Bytes `timeline` reads of an input before deciding whether it is a serial capture.
+const SNIFF_BYTES: u64 = 64 << 10;
+
+/// The rest of an input read whole, within the `input-size` limit.
+fn read_all_capped(path: &str, input: impl Read, limits: &Limits) -> Result<Vec<u8>> {
+    let cap = limits.input_size;
+    let mut bytes = Vec::new();
+    input
+        .take(cap.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {path}"))?;
+    if bytes.len() as u64 > cap {
+        bail!(
+            "input {path} is more than {cap} bytes, over the limit input-size={cap}; raise it with --limit input-size=N if the file is trusted"
+        );
+    }
+    Ok(bytes)
 }
 
 /// A point of a series as `heapsnap diff` reads an input: a snapshot symbolized (its

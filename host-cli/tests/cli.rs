@@ -548,12 +548,15 @@ fn timeline_without_exact_totals_shows_the_sampled_estimate_and_the_drops() {
         .arg(&p)
         .output()
         .unwrap());
+    // The points, then (after a blank line) the growth table.
     let rows: Vec<Vec<&str>> = csv
         .lines()
         .skip(1)
+        .take_while(|l| !l.is_empty())
         .map(|l| l.split(',').collect())
         .collect();
     assert_eq!(rows.len(), 2, "{csv}");
+    assert!(csv.contains("\n\nrank,flat,cum,unit,function\n"), "{csv}");
     // In use per row: the inuse_space and inuse_objects totals of the frame converted,
     // i.e. what `heapsnap top` totals.
     for (i, row) in rows.iter().enumerate() {

@@ -54,6 +54,7 @@ fn workload() -> Snapshot {
         .collect();
     Snapshot {
         objects: None,
+        timestamp: None,
         version: 1,
         word_size: 4,
         sample_rate: 512 * 1024,

@@ -28,6 +28,9 @@ pub struct Snapshot {
     /// The object table (version 2): every live sampled object, when the device was
     /// asked to send it; `None` in a version-1 snapshot.
     pub objects: Option<Vec<LiveObject>>,
+    /// The device's clock at the snapshot (version 3), when the integrator supplied
+    /// one; `None` otherwise.
+    pub timestamp: Option<crate::snapshot::Timestamp>,
 }
 
 /// A memory mapping of the profiled program (host/PIE programs, or a kernel's modules).
@@ -100,5 +103,9 @@ impl crate::snapshot::SnapshotSource for Snapshot {
 
     fn objects(&self) -> Option<impl ExactSizeIterator<Item = LiveObject>> {
         self.objects.as_ref().map(|o| o.iter().copied())
+    }
+
+    fn timestamp(&self) -> Option<crate::snapshot::Timestamp> {
+        self.timestamp
     }
 }

@@ -13,6 +13,7 @@ use postcard::ser_flavors::{Flavor, Slice};
 
 use crate::snapshot::{
     self, Bucket, EncodeError, Frames, Header, LiveObject, MappingRef, SnapshotSource, StackRef,
+    Timestamp,
 };
 use crate::tables::Tables;
 use crate::{Counters, Profiler};
@@ -26,6 +27,8 @@ pub struct ProfilerView<'a, const S: usize, const F: usize, const B: usize, cons
     mappings: &'a [MappingRef<'a>],
     /// Write the object table (a version-2 snapshot).
     objects: bool,
+    /// The integrator's clock reading to write (a version-3 snapshot).
+    timestamp: Option<Timestamp>,
 }
 
 impl<const S: usize, const F: usize, const B: usize, const L: usize> ProfilerView<'_, S, F, B, L> {
@@ -36,6 +39,17 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> ProfilerVie
     pub fn with_objects(self) -> Self {
         ProfilerView {
             objects: true,
+            ..self
+        }
+    }
+
+    /// The same view stamped with the integrator's clock reading `at` (a version-3
+    /// snapshot, §2.6 of the spec): what a host orders a series by and shows in
+    /// seconds. Read the clock just before, e.g. inside the closure of
+    /// [`Profiler::with_view`](crate::Profiler::with_view).
+    pub fn at(self, at: Timestamp) -> Self {
+        ProfilerView {
+            timestamp: Some(at),
             ..self
         }
     }
@@ -80,6 +94,10 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> SnapshotSou
                 size: size as u64,
             })
         })
+    }
+
+    fn timestamp(&self) -> Option<Timestamp> {
+        self.timestamp
     }
 }
 
@@ -138,6 +156,7 @@ impl<
                 rate: l.rate,
                 mappings,
                 objects: false,
+                timestamp: None,
             })
         })
         .ok_or(SnapshotError::Reentered)

@@ -110,7 +110,7 @@ fn value_flip_is_bad_crc_with_both_crcs() {
 
 #[test]
 fn other_versions_are_unsupported() {
-    for v in [0u16, 3, 0x100, u16::MAX] {
+    for v in [0u16, 4, 0x100, u16::MAX] {
         let mut b = fixture_bytes();
         b[4..6].copy_from_slice(&v.to_le_bytes());
         let e = decode(&reseal(b)).unwrap_err();
@@ -125,10 +125,10 @@ fn other_versions_are_unsupported() {
     }
     // Even a truncated snapshot of another version says so (nothing after is read).
     let mut b = fixture_bytes();
-    b[4] = 3;
+    b[4] = 4;
     assert!(matches!(
         decode(&b[..7]),
-        Err(DecodeError::UnsupportedVersion { found: 3, .. })
+        Err(DecodeError::UnsupportedVersion { found: 4, .. })
     ));
 }
 

@@ -211,3 +211,73 @@ fn frame_errors_are_at_capture_offsets() {
         "{e}"
     );
 }
+
+/// Hands out at most `step` bytes per read: frames and delimiter runs cut anywhere.
+struct Trickle<'a> {
+    data: &'a [u8],
+    step: usize,
+}
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.step.min(buf.len()).min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+/// The streaming reader finds exactly the frames the in-memory one finds (garbage,
+/// torn, corrupt, idle delimiters, long zero runs), whatever the read sizes; a frame
+/// over its limit is one bad frame naming the limit at its offset, and the frames
+/// after it still decode.
+#[test]
+fn streamed_capture_yields_the_frames_of_the_whole_capture() {
+    use sampler_core::snapshot::decode_frames_from;
+    let mut cap = b"boot banner\r\n".to_vec();
+    cap.extend(encode_framed_to_vec(&numbered(1)).unwrap());
+    cap.extend([0u8; 77]);
+    let mut bad = encode_framed_to_vec(&numbered(2)).unwrap();
+    bad[13] ^= 0x04;
+    cap.extend(&bad);
+    cap.extend(encode_framed_to_vec(&numbered(3)).unwrap());
+    let torn = encode_framed_to_vec(&numbered(4)).unwrap();
+    cap.extend(&torn[..30]);
+    let whole = decode_frames(&cap).frames;
+    assert_eq!(whole.len(), 5);
+    for step in [1, 3, 8, 9, 64, 1 << 20] {
+        let mut streamed = Vec::new();
+        let read =
+            decode_frames_from(Trickle { data: &cap, step }, 4096, |f| streamed.push(f)).unwrap();
+        assert_eq!(read, cap.len() as u64);
+        assert_eq!(streamed, whole, "read {step} bytes at a time");
+    }
+
+    // 5000 non-zero bytes between two frames, over a 1000-byte limit per frame.
+    let mut cap = encode_framed_to_vec(&numbered(1)).unwrap();
+    let long_at = cap.len();
+    cap.extend(std::iter::repeat_n(0x41u8, 5000));
+    cap.push(0);
+    cap.extend(encode_framed_to_vec(&numbered(2)).unwrap());
+    let mut frames = Vec::new();
+    decode_frames_from(
+        Trickle {
+            data: &cap,
+            step: 700,
+        },
+        1000,
+        |f| frames.push(f),
+    )
+    .unwrap();
+    let cycles: Vec<Option<u64>> = frames
+        .iter()
+        .map(|f| f.result.as_ref().ok().map(|s| s.cycle))
+        .collect();
+    assert_eq!(cycles, [Some(1), None, Some(2)]);
+    assert_eq!((frames[1].offset, frames[1].len), (long_at, 5000));
+    let e = frames[1].result.as_ref().unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("at byte {long_at}")) && e.contains("over the limit of 1000 bytes"),
+        "{e}"
+    );
+}

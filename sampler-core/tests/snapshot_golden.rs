@@ -10,7 +10,8 @@ mod snapshot_common;
 use std::path::PathBuf;
 
 use sampler_core::snapshot::{
-    decode, decode_frames, encode_framed_to_vec, encode_to_vec, VERSION, VERSION_OBJECTS,
+    decode, decode_frames, encode_framed_to_vec, encode_to_vec, VERSION, VERSION_FLAGS,
+    VERSION_OBJECTS,
 };
 
 fn golden(name: &str) -> PathBuf {
@@ -96,6 +97,46 @@ fn object_table_encodes_to_the_version_2_golden_bytes() {
     assert_eq!(decode(&v1).unwrap().objects, None);
 }
 
+/// Version 3: the same snapshot with a device timestamp (§2.6), pinned byte for byte:
+/// the flags and the clock follow `cycle`, everything else is version 1's. With the
+/// object table as well, flags say both, and the table follows the buckets as in
+/// version 2. A source without a timestamp still writes versions 1 and 2 (above).
+#[test]
+fn timestamp_encodes_to_the_version_3_golden_bytes() {
+    let snap = snapshot_common::small_with_timestamp();
+    let bytes = encode_to_vec(&snap).unwrap();
+    check_golden("small-timestamp.bin", &bytes);
+    assert_eq!(u16::from_le_bytes([bytes[4], bytes[5]]), VERSION_FLAGS);
+    let v1 = encode_to_vec(&snapshot_common::small()).unwrap();
+    // magic, version, word size, rate (3 bytes), cycle: 11 bytes; then flags 01 and
+    // the two varints (4 bytes each), then version 1's bytes up to its CRC.
+    assert_eq!(bytes[6..11], v1[6..11]);
+    assert_eq!(bytes[11], 0x01, "flags: timestamp only");
+    assert_eq!(bytes[20..bytes.len() - 4], v1[11..v1.len() - 4]);
+    let back = decode(&bytes).unwrap();
+    assert_eq!(back, snap);
+    assert_eq!(back.timestamp.unwrap().seconds(), 1.5);
+    // Versions 1 and 2 decode with no timestamp.
+    assert_eq!(decode(&v1).unwrap().timestamp, None);
+
+    let mut both = snapshot_common::small_with_objects();
+    both.version = VERSION_FLAGS;
+    both.timestamp = snap.timestamp;
+    let b = encode_to_vec(&both).unwrap();
+    assert_eq!(b[11], 0x03, "flags: timestamp and objects");
+    let v2 = encode_to_vec(&snapshot_common::small_with_objects()).unwrap();
+    assert_eq!(b[20..b.len() - 4], v2[11..v2.len() - 4]);
+    assert_eq!(decode(&b).unwrap(), both);
+    // A flag this reader does not know is refused (after the CRC matched).
+    let mut unknown = b.clone();
+    unknown[11] = 0x07;
+    let n = unknown.len() - 4;
+    let crc = sampler_core::snapshot::crc32(&unknown[..n]).to_le_bytes();
+    unknown[n..].copy_from_slice(&crc);
+    let e = decode(&unknown).unwrap_err().to_string();
+    assert!(e.contains("byte 11") && e.contains("flags 0x7"), "{e}");
+}
+
 /// Bytes an encoder wrote before the heap totals were appended to the counters (7
 /// counters, the version-1 minimum; `small.bin` as it was): still version 1, still
 /// decoded, and its totals are absent, not zero. The spec's §6 allows appending
@@ -148,6 +189,10 @@ fn spec_worked_example_is_the_golden_bytes() {
         (
             "<!-- golden: small-objects.bin -->",
             std::fs::read(golden("small-objects.bin")).unwrap(),
+        ),
+        (
+            "<!-- golden: small-timestamp.bin -->",
+            std::fs::read(golden("small-timestamp.bin")).unwrap(),
         ),
     ] {
         let at = spec

@@ -51,6 +51,9 @@ fn dump(s: &Snapshot, crc: u32) -> String {
     let c = s.counters;
     writeln!(o, "version {}\nword_size {}", s.version, s.word_size).unwrap();
     writeln!(o, "sample_rate {}\ncycle {}", s.sample_rate, s.cycle).unwrap();
+    if let Some(t) = s.timestamp {
+        writeln!(o, "timestamp {} {}", t.ticks, t.ticks_per_second).unwrap();
+    }
     writeln!(
         o,
         "counters {} {} {} {} {} {} {}",
@@ -107,6 +110,18 @@ fn c_reader_from_the_spec_agrees_with_the_rust_decoder() {
     assert!(ok, "{out}");
     assert_eq!(out, dump(&snapshot_common::small(), crc_of(&golden)));
     assert!(out.contains("stack 0: 8001234 8001100 8000400"), "{out}");
+    // Version 3: the timestamp golden (§2.6).
+    let stamped = std::fs::read(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/small-timestamp.bin"),
+    )
+    .unwrap();
+    let (ok, out) = run(&exe, &stamped, "small-timestamp.bin");
+    assert!(ok, "{out}");
+    assert_eq!(
+        out,
+        dump(&snapshot_common::small_with_timestamp(), crc_of(&stamped))
+    );
+    assert!(out.contains("timestamp 18750000 12500000"), "{out}");
 
     // Version 2: the golden file with the object table, deltas both ways.
     let golden2 = std::fs::read(

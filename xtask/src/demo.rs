@@ -1,6 +1,8 @@
 //! `cargo xtask demo`: the main job end to end. Firmware in QEMU → snapshots →
 //! `heapsnap convert --elf` → pprof files → the viewer, served on 127.0.0.1 with the
-//! firmware's profile preloaded.
+//! firmware's profile preloaded; and the firmware's UART capture (every snapshot it
+//! streamed) with its ELF, served for the viewer's `#capture=…&elf=…` link (the heap
+//! over time) and summed up by `heapsnap timeline`.
 
 use crate::tools::{self, step, Res};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -68,6 +70,7 @@ pub fn run(args: &[String]) -> Res {
             snapshots: crate::firmware_c::build_and_run()?,
             elf: Some(crate::firmware_c::out_dir().join(crate::firmware_c::ELF_NAME)),
             leaks: None,
+            capture: None,
         }
     } else {
         profile_input()?
@@ -108,6 +111,13 @@ pub fn run(args: &[String]) -> Res {
     c.arg(first).arg(last);
     tools::run(&mut c)?;
 
+    if let (Some(cap), Some(elf)) = (&input.capture, &input.elf) {
+        step("the heap over time: heapsnap timeline of the UART capture");
+        let mut c = Command::new(&heapsnap);
+        c.args(["timeline", "-n", "5", "--elf"]).arg(elf).arg(cap);
+        tools::run(&mut c)?;
+    }
+
     let leak_files = match (&input.leaks, &input.elf) {
         (Some(dir), Some(elf)) => Some(leak_check(&heapsnap, elf, dir)?),
         _ => None,
@@ -121,6 +131,16 @@ pub fn run(args: &[String]) -> Res {
         );
         for p in &profiles {
             println!("  {}", p.display());
+        }
+        if let Some(cap) = &input.capture {
+            println!(
+                "\nthe {}'s UART capture (every snapshot it streamed, COBS-framed):",
+                input.what
+            );
+            println!("  {}", cap.display());
+            if let Some(elf) = &input.elf {
+                println!("  its ELF: {}", elf.display());
+            }
         }
         println!("\nlook at the last one with:");
         println!("  go tool pprof -top -lines {}", latest.display());
@@ -151,9 +171,29 @@ pub fn run(args: &[String]) -> Res {
             .map_err(|e| format!("copying {} to {}: {e}", l.retained.display(), to.display()))?;
     }
 
+    // The capture and the ELF that symbolizes it, for `#capture=…&elf=…`.
+    let capture_link = match (&input.capture, &input.elf) {
+        (Some(cap), Some(elf)) => {
+            for (from, name) in [(cap, CAPTURE_NAME), (elf, ELF_NAME)] {
+                let to = demo_dir.join(name);
+                std::fs::copy(from, &to)
+                    .map_err(|e| format!("copying {} to {}: {e}", from.display(), to.display()))?;
+            }
+            true
+        }
+        _ => false,
+    };
+
     step("serving the viewer");
     let listener = bind(opts.port)?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    if capture_link {
+        println!(
+            "\nThe {}'s heap over time (its UART capture and ELF, symbolized in the page):",
+            input.what
+        );
+        println!("  {}", capture_url(port));
+    }
     println!(
         "\nThe {}'s heap ({}), straight into the flame graph:",
         input.what,
@@ -183,6 +223,17 @@ pub fn run(args: &[String]) -> Res {
 pub const PROFILE_NAME: &str = "firmware.pb.gz";
 /// The first snapshot's profile, the base of the diff URL.
 pub const BASE_NAME: &str = "firmware-base.pb.gz";
+
+/// The UART capture's name under `www/demo/`.
+pub const CAPTURE_NAME: &str = "capture.cobs";
+/// The firmware ELF's name under `www/demo/` (symbolizes the capture in the page).
+pub const ELF_NAME: &str = "heapsnap-firmware.elf";
+
+/// The URL that opens the viewer on the capture and its ELF (same origin, paths
+/// relative to `www/`): the heap over time.
+pub fn capture_url(port: u16) -> String {
+    format!("http://127.0.0.1:{port}/#capture=demo/{CAPTURE_NAME}&elf=demo/{ELF_NAME}")
+}
 
 /// The retention profile's name under `www/demo/`.
 pub const RETAINED_NAME: &str = "firmware-retained.pb.gz";
@@ -272,6 +323,8 @@ struct Input {
     elf: Option<PathBuf>,
     /// The firmware's leak-check run (its folder), when it had one.
     leaks: Option<PathBuf>,
+    /// The firmware's UART capture (COBS frames), when it streams one.
+    capture: Option<PathBuf>,
 }
 
 fn profile_input() -> Res<Input> {
@@ -286,6 +339,7 @@ fn profile_input() -> Res<Input> {
                 snapshots,
                 elf: Some(crate::firmware::elf_path()),
                 leaks: Some(crate::firmware::leaks_out_dir()),
+                capture: Some(crate::firmware::capture_path()),
             })
         }
         Err(why) => {
@@ -340,6 +394,7 @@ fn host_workload() -> Res<Input> {
         snapshots,
         elf: Some(exe),
         leaks: None,
+        capture: None,
     })
 }
 
@@ -553,6 +608,14 @@ mod tests {
         assert_eq!(
             mime(Path::new("demo/firmware.pb.gz")),
             "application/octet-stream"
+        );
+    }
+
+    #[test]
+    fn capture_link_names_the_served_files() {
+        assert_eq!(
+            capture_url(8787),
+            "http://127.0.0.1:8787/#capture=demo/capture.cobs&elf=demo/heapsnap-firmware.elf"
         );
     }
 

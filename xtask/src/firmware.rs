@@ -30,7 +30,14 @@ pub struct Machine {
     pub apt: &'static str,
     /// Name of the ELF copy next to the snapshots.
     pub elf_name: &'static str,
+    /// Where the firmware's UART goes (`-serial file:NAME`, in the run's folder): the
+    /// COBS capture of the snapshots it streams. `None`: QEMU's default console.
+    pub serial_capture: Option<&'static str>,
 }
+
+/// Name of the UART capture in [`out_dir`]: the COBS-framed snapshots the firmware
+/// streams over UART0 (`heapsnap timeline`, the viewer's `#capture=`).
+pub const CAPTURE_NAME: &str = "capture.cobs";
 
 /// The Cortex-M3 demo firmware's machine.
 pub const LM3S6965: Machine = Machine {
@@ -46,6 +53,7 @@ pub const LM3S6965: Machine = Machine {
     ],
     apt: "qemu-system-arm",
     elf_name: ELF_NAME,
+    serial_capture: Some(CAPTURE_NAME),
 };
 
 /// The RISC-V firmware's machine: QEMU `virt` with no firmware of its own (`-bios
@@ -63,6 +71,7 @@ pub const RISCV_VIRT: Machine = Machine {
     ],
     apt: "qemu-system-misc",
     elf_name: RISCV_ELF_NAME,
+    serial_capture: None,
 };
 
 /// The RISC-V firmware's target.
@@ -97,7 +106,13 @@ pub fn run(args: &[String]) -> Res {
         println!("  {}", s.display());
     }
     println!("firmware ELF: {}", elf_path().display());
+    println!("firmware UART capture: {}", capture_path().display());
     Ok(())
+}
+
+/// The UART capture of the demo run (see [`CAPTURE_NAME`]).
+pub fn capture_path() -> PathBuf {
+    out_dir().join(CAPTURE_NAME)
 }
 
 /// Where the firmware run writes its snapshots, its console log and the ELF copy.
@@ -137,6 +152,8 @@ pub const LM3S6965_LEAKS: Machine = Machine {
         "-semihosting-config",
         "enable=on,target=native,arg=firmware,arg=leaks",
     ],
+    // The leak-check run streams nothing.
+    serial_capture: None,
     ..LM3S6965
 };
 
@@ -201,7 +218,22 @@ pub fn run_on(machine: &Machine, elf: &Path, out: &Path) -> Res<Vec<PathBuf>> {
     let copy = out.join(machine.elf_name);
     std::fs::copy(elf, &copy)
         .map_err(|e| format!("copying {} to {}: {e}", elf.display(), copy.display()))?;
+    if let Some(name) = machine.serial_capture {
+        let _ = std::fs::remove_file(out.join(name));
+    }
     run_qemu(machine, &copy, out)?;
+    if let Some(name) = machine.serial_capture {
+        let cap = out.join(name);
+        let len = std::fs::metadata(&cap).map(|m| m.len()).unwrap_or(0);
+        if len == 0 {
+            return Err(format!(
+                "the firmware streamed nothing over its UART into {}; see {}",
+                cap.display(),
+                out.join(LOG_NAME).display()
+            ));
+        }
+        eprintln!("    UART capture: {} ({len} bytes)", cap.display());
+    }
     let snaps = snapshots_in(out)?;
     if snaps.len() < 2 {
         return Err(format!(
@@ -377,8 +409,16 @@ pub fn run_qemu(machine: &Machine, elf: &Path, cwd: &Path) -> Res {
     let mut log =
         std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
     let mut c = Command::new(qemu);
-    c.args(machine.args)
-        .arg("-kernel")
+    c.args(machine.args);
+    if let Some(name) = machine.serial_capture {
+        // Relative to the working directory, like the semihosting files. With the
+        // UART in a file, `-nographic` would give stdio to the monitor, whose prompt
+        // then prefixes the console log's lines: no monitor.
+        c.arg("-serial")
+            .arg(format!("file:{name}"))
+            .args(["-monitor", "none"]);
+    }
+    c.arg("-kernel")
         .arg(elf)
         .current_dir(cwd)
         .stdin(Stdio::null())

@@ -16,6 +16,7 @@ pub fn firmware_snapshot() -> Snapshot {
     };
     Snapshot {
         objects: None,
+        timestamp: None,
         version: 1,
         word_size: 4,
         sample_rate: 128,
@@ -85,6 +86,7 @@ pub fn host_snapshot() -> Snapshot {
     };
     Snapshot {
         objects: None,
+        timestamp: None,
         version: 1,
         word_size: 8,
         sample_rate: 512 * 1024,

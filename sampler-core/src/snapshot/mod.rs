@@ -23,7 +23,9 @@ mod writer;
 pub use self::cobs::CobsFlavor;
 pub use self::crc::crc32;
 #[cfg(feature = "decode")]
-pub use self::reader::{decode, decode_frames, decode_prefix, Capture, DecodeError, Frame};
+pub use self::reader::{
+    decode, decode_frames, decode_frames_from, decode_prefix, Capture, DecodeError, Frame,
+};
 pub use self::sink::FnSink;
 pub use self::writer::{
     encode, encode_framed, encode_framed_stream, encode_framed_to_slice, encode_stream,
@@ -52,8 +54,43 @@ pub const VERSION: u16 = 1;
 /// only when the source offers objects ([`SnapshotSource::objects`]).
 pub const VERSION_OBJECTS: u16 = 2;
 
+/// Format version of a snapshot that carries a device timestamp (§2.6 of the spec):
+/// a `flags` field after `cycle` says which optional parts follow (the timestamp right
+/// after the flags, the object table after the buckets). The encoder writes it only
+/// when the source offers a timestamp ([`SnapshotSource::timestamp`]), so a device
+/// without a clock sends the version-1 or version-2 bytes it always sent.
+pub const VERSION_FLAGS: u16 = 3;
+
 /// Newest version the decoder reads (it reads every version from 1 up to this one).
-pub const LATEST_VERSION: u16 = VERSION_OBJECTS;
+pub const LATEST_VERSION: u16 = VERSION_FLAGS;
+
+/// Version-3 `flags` bit: a [`Timestamp`] follows the flags.
+pub const FLAG_TIMESTAMP: u64 = 1;
+/// Version-3 `flags` bit: the object table follows the buckets.
+pub const FLAG_OBJECTS: u64 = 2;
+
+/// Most bytes a [`Timestamp`] adds to a snapshot (the flags and two `u64` varints):
+/// add it to [`max_encoded_len`] for a snapshot written with one.
+pub const TIMESTAMP_MAX_LEN: usize = 1 + 2 * 10;
+
+/// When the device took a snapshot, by the integrator's clock: what orders a series
+/// in time (the cycle number orders it too, but says nothing of seconds), written only
+/// when the integrator supplies it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Timestamp {
+    /// Clock reading in the integrator's ticks (a cycle counter, SysTick, an RTC):
+    /// only differences and order mean something unless the clock is wall time.
+    pub ticks: u64,
+    /// Ticks per second of that clock (never 0): the host shows seconds.
+    pub ticks_per_second: u64,
+}
+
+impl Timestamp {
+    /// The reading in seconds (for display; `ticks` stays the exact value).
+    pub fn seconds(&self) -> f64 {
+        self.ticks as f64 / self.ticks_per_second.max(1) as f64
+    }
+}
 
 /// Number of counters every version-1 snapshot carries (a decoder rejects fewer):
 /// the `v1` part of the counter table, so the spec's minimum cannot drift from it.
@@ -98,6 +135,7 @@ const fn bits(n: usize) -> usize {
 ///
 /// Counts every varint at its widest (10 bytes for a `u64` counter), so the bound is
 /// loose for young tables; [`encoded_len`] gives the exact figure of the moment.
+/// A snapshot with a [`Timestamp`] takes up to [`TIMESTAMP_MAX_LEN`] more.
 pub const fn max_encoded_len(shape: Shape, mappings: &[MappingRef<'_>]) -> usize {
     const U64: usize = 10;
     let word_bits = shape.word_size * 8;
@@ -304,5 +342,11 @@ pub trait SnapshotSource {
     /// object's (`stack_id`, `size`) must name a bucket from [`buckets`](Self::buckets).
     fn objects(&self) -> Option<impl ExactSizeIterator<Item = LiveObject>> {
         None::<core::iter::Empty<LiveObject>>
+    }
+    /// The device's clock at this snapshot, when the integrator supplies one: `Some`
+    /// makes the encoder write a version-3 snapshot carrying it (§2.6), `None` (the
+    /// default) the version-1 or version-2 bytes as before.
+    fn timestamp(&self) -> Option<Timestamp> {
+        None
     }
 }

@@ -137,12 +137,44 @@ pub fn decode_prefix(bytes: &[u8]) -> Result<(Snapshot, usize)> {
     };
     let sample_rate = r.varint()?;
     let cycle = r.varint()?;
+    // Version 3: flags saying which optional parts follow (§2.6).
+    let flags = if version >= super::VERSION_FLAGS {
+        let at = r.pos;
+        let flags = r.varint()?;
+        let known = super::FLAG_TIMESTAMP | super::FLAG_OBJECTS;
+        if flags & !known != 0 {
+            r.defer(
+                at,
+                format!("flags {flags:#x} has bits this reader does not know (known: {known:#x})"),
+            );
+        }
+        flags
+    } else if version >= super::VERSION_OBJECTS {
+        super::FLAG_OBJECTS
+    } else {
+        0
+    };
+    let timestamp = if flags & super::FLAG_TIMESTAMP != 0 {
+        let ticks = r.varint()?;
+        let at = r.pos;
+        let ticks_per_second = r.varint()?;
+        if ticks_per_second == 0 {
+            r.defer(at, "timestamp with 0 ticks per second".into());
+        }
+        Some(super::Timestamp {
+            ticks,
+            ticks_per_second,
+        })
+    } else {
+        None
+    };
     let counters = r.counters()?;
     let mappings = r.mappings()?;
     let (stacks, ids) = r.stacks(word_size, word_max)?;
     let buckets = r.buckets(&ids)?;
-    // Version 2: the object table (§2.5), each object naming one of the buckets.
-    let objects = if version >= super::VERSION_OBJECTS {
+    // Version 2 (version 3 when its flags say so): the object table (§2.5), each
+    // object naming one of the buckets.
+    let objects = if flags & super::FLAG_OBJECTS != 0 {
         Some(r.objects(&buckets, word_size, word_max)?)
     } else {
         None
@@ -172,6 +204,7 @@ pub fn decode_prefix(bytes: &[u8]) -> Result<(Snapshot, usize)> {
         stacks,
         buckets,
         objects,
+        timestamp,
     };
     Ok((snap, r.pos))
 }
@@ -517,6 +550,104 @@ pub fn decode_frames(capture: &[u8]) -> Capture {
         start = end + 1;
     }
     Capture { frames }
+}
+
+/// [`decode_frames`] over a stream, frame by frame: each frame goes to `on_frame` as
+/// soon as its delimiter is read, and only the frame being read is held, so a capture
+/// of any size is read in memory bounded by `max_frame`. A frame longer than
+/// `max_frame` bytes is not held: it is reported as a bad frame naming the limit (and
+/// skipped up to the next delimiter). Returns the bytes read; an I/O error ends it.
+pub fn decode_frames_from(
+    mut input: impl std::io::Read,
+    max_frame: usize,
+    mut on_frame: impl FnMut(Frame),
+) -> std::io::Result<u64> {
+    let mut buf = vec![0u8; 64 << 10];
+    // The frame being read: its bytes (unless too long), its offset, its length.
+    let mut pending: Vec<u8> = Vec::new();
+    let (mut start, mut len, mut read) = (0u64, 0usize, 0u64);
+    let too_long = |start: u64, len: usize| Frame {
+        offset: start as usize,
+        len,
+        result: Err(DecodeError::BadFrame {
+            offset: start as usize,
+            what: format!(
+                "a frame of {len} bytes or more, over the limit of {max_frame} bytes per frame \
+                 (not held, not decoded: garbage, or raise the reader's frame limit; \
+                 heapsnap: --limit input-size=N)"
+            ),
+        }),
+    };
+    let mut out = Vec::new();
+    let mut end_frame = |pending: &mut Vec<u8>, start: u64, len: usize, terminated: bool| {
+        if len > max_frame {
+            on_frame(too_long(start, len));
+        } else if len > 0 {
+            split_chunk(pending, start as usize, terminated, &mut out);
+            for f in out.drain(..) {
+                on_frame(f);
+            }
+        }
+        pending.clear();
+    };
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let mut rest = buf.get(..n).unwrap_or(&[]);
+        while !rest.is_empty() {
+            if len == 0 {
+                // Between frames: runs of delimiters (a line idle at 0x00, a sparse
+                // file's holes) skipped a block at a time (one `memcmp` each).
+                const ZEROS: [u8; 512] = [0; 512];
+                let mut zeros = 0;
+                while rest.len() - zeros >= ZEROS.len()
+                    && rest[zeros..zeros + ZEROS.len()] == ZEROS[..]
+                {
+                    zeros += ZEROS.len();
+                }
+                read += zeros as u64;
+                rest = &rest[zeros..];
+                start = read;
+                if rest.first() == Some(&0) {
+                    read += 1;
+                    rest = &rest[1..];
+                    start = read;
+                    continue;
+                }
+                if rest.is_empty() {
+                    break;
+                }
+            }
+            let (piece, delimited) = match rest.iter().position(|&b| b == 0) {
+                Some(i) => (&rest[..i], true),
+                None => (rest, false),
+            };
+            if len <= max_frame {
+                if len + piece.len() <= max_frame {
+                    pending.extend_from_slice(piece);
+                } else {
+                    // Over the limit: stop holding it (the memory goes back now).
+                    pending = Vec::new();
+                }
+            }
+            len += piece.len();
+            read += piece.len() as u64;
+            rest = &rest[piece.len()..];
+            if delimited {
+                end_frame(&mut pending, start, len, true);
+                read += 1;
+                rest = &rest[1..];
+                start = read;
+                len = 0;
+            }
+        }
+    }
+    end_frame(&mut pending, start, len, false);
+    Ok(read)
 }
 
 /// Decode one delimiter-free chunk; when it is not a snapshot as a whole, split it at

@@ -5,7 +5,10 @@ use core::fmt;
 use postcard::ser_flavors::{Flavor, Slice};
 
 use super::crc::CrcFlavor;
-use super::{CobsFlavor, SnapshotSource, MAGIC, VERSION, VERSION_OBJECTS};
+use super::{
+    CobsFlavor, SnapshotSource, FLAG_OBJECTS, FLAG_TIMESTAMP, MAGIC, VERSION, VERSION_FLAGS,
+    VERSION_OBJECTS,
+};
 
 /// Why a snapshot could not be written.
 #[cfg_attr(all(feature = "defmt", target_os = "none"), derive(defmt::Format))]
@@ -185,17 +188,26 @@ where
     F: Flavor,
 {
     out.output.try_extend(&MAGIC)?;
-    // Version 1 unless the source offers its object table (then version 2, §2.5).
-    let version = if src.objects().is_some() {
-        VERSION_OBJECTS
-    } else {
-        VERSION
+    // Version 1 unless the source offers its object table (then version 2, §2.5) or
+    // a timestamp (then version 3, with flags saying which, §2.6).
+    let objects = src.objects().is_some();
+    let timestamp = src.timestamp();
+    let version = match (timestamp.is_some(), objects) {
+        (true, _) => VERSION_FLAGS,
+        (false, true) => VERSION_OBJECTS,
+        (false, false) => VERSION,
     };
     out.output.try_extend(&version.to_le_bytes())?;
     let h = src.header();
     out.output.try_push(h.word_size)?;
     out.serialize_u64(h.sample_rate)?;
     out.serialize_u64(h.cycle)?;
+    if let Some(t) = timestamp {
+        let flags = FLAG_TIMESTAMP | if objects { FLAG_OBJECTS } else { 0 };
+        out.serialize_u64(flags)?;
+        out.serialize_u64(t.ticks)?;
+        out.serialize_u64(t.ticks_per_second)?;
+    }
     // The whole counter table, in its order (a version-1 reader keeps what it knows).
     let counters = h.counters.to_array();
     out.serialize_u64(counters.len() as u64)?;

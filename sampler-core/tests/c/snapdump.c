@@ -70,11 +70,23 @@ int main(int argc, char **argv) {
     if (memcmp(take(4), "HSNP", 4) != 0) fail("bad magic");
     const uint8_t *v = take(2);
     unsigned version = v[0] | (unsigned)v[1] << 8;
-    if (version != 1 && version != 2) fail("unsupported version");
+    /* Version 2: the object table (§2.5); version 3: flags after the cycle, for a
+     * timestamp and/or the object table (§2.6). */
+    if (version != 1 && version != 2 && version != 3) fail("unsupported version");
     unsigned word_size = *take(1);
     printf("version %u\nword_size %u\n", version, word_size);
     printf("sample_rate %" PRIu64 "\n", varint());
     printf("cycle %" PRIu64 "\n", varint());
+    int has_objects = version == 2;
+    if (version == 3) {
+        uint64_t flags = varint();
+        if (flags & ~(uint64_t)3) fail("unsupported flags");
+        has_objects = (flags & 2) != 0;
+        if (flags & 1) {
+            uint64_t ticks = varint();
+            printf("timestamp %" PRIu64 " %" PRIu64 "\n", ticks, varint());
+        }
+    }
 
     uint64_t ncounters = varint();
     printf("counters");
@@ -122,10 +134,10 @@ int main(int argc, char **argv) {
                size, allocs, frees, ab, fb);
     }
 
-    /* Version 2: the object table (§2.5). Its meaning (bucket, word size) is checked
+    /* The object table (§2.5). Its meaning (bucket, word size) is checked
      * after the CRC, like the Rust decoder's. */
     uint64_t nobjects = 0, *objs = NULL;
-    if (version == 2) {
+    if (has_objects) {
         nobjects = varint();
         /* An object takes at least 3 bytes. */
         if (nobjects > (len - pos) / 3) fail("truncated");

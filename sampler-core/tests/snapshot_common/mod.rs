@@ -44,9 +44,23 @@ pub fn small_with_objects() -> Snapshot {
     s
 }
 
+/// The worked example stamped with a device clock (version 3, §2.6): 1.5 s on a
+/// 12.5 MHz clock.
+#[allow(dead_code)]
+pub fn small_with_timestamp() -> Snapshot {
+    let mut s = small();
+    s.version = 3;
+    s.timestamp = Some(sampler_core::snapshot::Timestamp {
+        ticks: 18_750_000,
+        ticks_per_second: 12_500_000,
+    });
+    s
+}
+
 pub fn small() -> Snapshot {
     Snapshot {
         objects: None,
+        timestamp: None,
         version: 1,
         word_size: 4,
         sample_rate: 512 * 1024,

@@ -82,9 +82,10 @@ pub fn snapshot() -> impl Strategy<Value = Snapshot> {
                 ),
                 0..30,
             ),
+            proptest::option::of((any::<u64>(), 1..=u64::MAX)),
         )
             .prop_map(
-                move |(sample_rate, cycle, counters, mappings, ids, frames, buckets)| {
+                move |(sample_rate, cycle, counters, mappings, ids, frames, buckets, clock)| {
                     let ids: Vec<u32> = ids.into_iter().collect();
                     let stacks: Vec<Stack> = ids
                         .iter()
@@ -108,9 +109,18 @@ pub fn snapshot() -> impl Strategy<Value = Snapshot> {
                             })
                             .collect()
                     };
+                    let timestamp =
+                        clock.map(
+                            |(ticks, ticks_per_second)| sampler_core::snapshot::Timestamp {
+                                ticks,
+                                ticks_per_second,
+                            },
+                        );
                     Snapshot {
                         objects: None,
-                        version: 1,
+                        // Version 3 is what a snapshot with a timestamp is written as.
+                        version: if timestamp.is_some() { 3 } else { 1 },
+                        timestamp,
                         word_size,
                         sample_rate,
                         cycle,

@@ -150,14 +150,28 @@ pub fn comments(s: &Snapshot) -> Vec<String> {
         v.extend(warnings(s).into_iter().map(|w| format!("warning: {w}")));
         return v;
     }
-    let head = format!(
+    let mut head = format!(
         "heapsnap snapshot v{}: word size {}, sample rate {} bytes, cycle {}",
         s.version, s.word_size, s.sample_rate, s.cycle
     );
+    if let Some(t) = s.timestamp {
+        head += &format!(", timestamp {}", timestamp_text(&t));
+    }
     let mut v = vec![head, format!("counters: {}", counters.join(" "))];
     v.extend(heap_line(s).map(|h| format!("{HEAP_COMMENT}{h}")));
     v.extend(warnings(s).into_iter().map(|w| format!("warning: {w}")));
     v
+}
+
+/// A device timestamp as `inspect` and the profile comments show it: the exact ticks,
+/// the clock's rate and the seconds they make.
+pub fn timestamp_text(t: &sampler_core::snapshot::Timestamp) -> String {
+    format!(
+        "{} ticks at {} Hz ({:.6} s)",
+        t.ticks,
+        t.ticks_per_second,
+        t.seconds()
+    )
 }
 
 /// The `heapsnap inspect` report. `name` shows a text from the snapshot (mapping
@@ -191,6 +205,9 @@ pub fn report(s: &Snapshot, name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) ->
         }
     );
     let _ = writeln!(o, "cycle            {}", s.cycle);
+    if let Some(t) = s.timestamp {
+        let _ = writeln!(o, "timestamp        {}", timestamp_text(&t));
+    }
     o += &mappings_and_stacks(s, name);
     // u128: sums of any number of 64-bit counters, exact (no wrap, no panic).
     let (mut allocs, mut frees, mut ab, mut fb) = (0u128, 0u128, 0u128, 0u128);

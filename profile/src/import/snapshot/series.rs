@@ -8,7 +8,7 @@ use super::inspect;
 use crate::import::{guess_limited, Input, InputError};
 use crate::limits::Limits;
 use sampler_core::decoded::Snapshot;
-use sampler_core::snapshot;
+use sampler_core::snapshot::{self, Timestamp};
 
 /// A time series of snapshots or profiles, oldest first, and what was lost reading it.
 #[derive(Debug, Default)]
@@ -111,35 +111,175 @@ pub fn capture_series(name: &str, bytes: &[u8]) -> Series {
         ..Series::default()
     };
     for f in capture.frames {
-        match f.result {
-            Ok(snapshot) => {
-                let i = s.items.len();
-                s.items.push(Item {
-                    name: format!("{name}@{i}"),
-                    offset: Some(f.offset),
-                    input: Input::Snapshot {
-                        snapshot,
-                        bad_frames: bad_count,
-                        frames,
-                    },
-                });
+        match frame_item(name, s.items.len(), f) {
+            Ok(mut item) => {
+                if let Input::Snapshot {
+                    bad_frames,
+                    frames: n,
+                    ..
+                } = &mut item.input
+                {
+                    (*bad_frames, *n) = (bad_count, frames);
+                }
+                s.items.push(item);
             }
-            Err(e) => s.bad.push(BadFrame {
-                name: name.to_owned(),
-                offset: f.offset,
-                len: f.len,
-                error: e.to_string(),
-            }),
+            Err(bad) => s.bad.push(bad),
         }
     }
     s
 }
 
+/// One frame of the capture `name` as a series sees it: the good frame number `good`
+/// (its name `name@good`), or a bad frame.
+fn frame_item(name: &str, good: usize, f: snapshot::Frame) -> Result<Item, BadFrame> {
+    match f.result {
+        Ok(snapshot) => Ok(Item {
+            name: format!("{name}@{good}"),
+            offset: Some(f.offset),
+            input: Input::Snapshot {
+                snapshot,
+                bad_frames: 0,
+                frames: 0,
+            },
+        }),
+        Err(e) => Err(BadFrame {
+            name: name.to_owned(),
+            offset: f.offset,
+            len: f.len,
+            error: e.to_string(),
+        }),
+    }
+}
+
+/// A series as `heapsnap timeline` shows it: every good point's measure, but the
+/// inputs themselves only of the first and the last point (what the growth from one
+/// to the other needs), so a capture streamed frame by frame
+/// ([`Points::stream_capture`]) is read in memory bounded by its largest frame, not
+/// by its size.
+#[derive(Debug, Default)]
+pub struct Points {
+    /// One row per good point, in series order.
+    pub rows: Vec<Row>,
+    /// Frames of the capture(s) that were not valid snapshots, in capture order.
+    pub bad: Vec<BadFrame>,
+    /// Frames found in the capture(s) read, good and bad (0 when none was a capture).
+    pub frames: usize,
+    /// The first good point.
+    pub first: Option<Item>,
+    /// The last good point, when there are two or more.
+    pub last: Option<Item>,
+}
+
+/// One good point of [`Points`]: where it came from and what it measures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Row {
+    /// As [`Item::name`].
+    pub name: String,
+    /// As [`Item::offset`].
+    pub offset: Option<usize>,
+    /// What it measures.
+    pub point: Point,
+}
+
+impl Points {
+    /// Adds the next good point of the series.
+    pub fn push(&mut self, item: Item) {
+        self.rows.push(Row {
+            name: item.name.clone(),
+            offset: item.offset,
+            point: point(&item.input),
+        });
+        if self.first.is_none() {
+            self.first = Some(item);
+        } else {
+            self.last = Some(item);
+        }
+    }
+
+    /// The points of a series read whole ([`read_series`]), in its order.
+    pub fn from_series(s: Series) -> Points {
+        let mut p = Points {
+            bad: s.bad,
+            frames: s.frames,
+            ..Points::default()
+        };
+        for item in s.items {
+            p.push(item);
+        }
+        p
+    }
+
+    /// Reads the capture `name` from `input` frame by frame ([`snapshot::decode_frames_from`]):
+    /// each good frame is a point, each bad one is kept with its offset. Only the frame
+    /// being read is held; a frame longer than `max_frame` bytes is a bad frame saying
+    /// so (the memory bound). Returns the bytes read; fails only on an I/O error.
+    pub fn stream_capture(
+        &mut self,
+        name: &str,
+        input: impl std::io::Read,
+        max_frame: usize,
+    ) -> Result<u64, SeriesError> {
+        let (mut good, mut frames, bad_before) = (0usize, 0usize, self.bad.len());
+        let read = snapshot::decode_frames_from(input, max_frame, |f| {
+            frames += 1;
+            match frame_item(name, good, f) {
+                Ok(item) => {
+                    good += 1;
+                    self.push(item);
+                }
+                Err(bad) => self.bad.push(bad),
+            }
+        })
+        .map_err(|error| SeriesError::Io {
+            name: name.to_owned(),
+            error,
+        })?;
+        self.frames += frames;
+        // The ends now know their capture's counts.
+        let bad_count = self.bad.len() - bad_before;
+        for item in [&mut self.first, &mut self.last].into_iter().flatten() {
+            if let Input::Snapshot {
+                bad_frames,
+                frames: n,
+                ..
+            } = &mut item.input
+            {
+                if item.offset.is_some()
+                    && item
+                        .name
+                        .strip_prefix(name)
+                        .is_some_and(|r| r.starts_with('@'))
+                {
+                    (*bad_frames, *n) = (bad_count, frames);
+                }
+            }
+        }
+        Ok(read)
+    }
+
+    /// An error when the series has no good point (every frame bad: how many, and the
+    /// last one's error), as [`read_series`] says it.
+    pub fn check_not_empty(&self) -> Result<(), SeriesError> {
+        if !self.rows.is_empty() {
+            return Ok(());
+        }
+        Err(SeriesError::Input {
+            name: self.bad.first().map_or(String::new(), |b| b.name.clone()),
+            error: InputError::NoGoodFrame {
+                frames: self.frames,
+                last: self.bad.last().map_or(String::new(), |b| b.error.clone()),
+            },
+        })
+    }
+}
+
 /// Reads files as one series: a serial capture gives every good frame (in capture
 /// order), any other input (snapshot, pprof, what [`guess_limited`] reads) one item.
-/// Several plain files that are all snapshots are ordered by their cycle number (the
-/// device's clock; a stable sort, so equal cycles keep the order given); otherwise,
-/// or when a capture is among them, the order given is kept.
+/// Several plain files that are all snapshots are ordered by their device timestamp
+/// when all carry one of the same clock (same ticks per second), else by their cycle
+/// number (a stable sort, so equal keys keep the order given); otherwise, or when a
+/// capture is among them, the order given is kept: a capture's order is the device's
+/// stream, and a device reset restarts its clock and its cycles.
 ///
 /// An error names the file that could not be read, or says that the series has no
 /// good item (every frame bad, with the last frame's error).
@@ -150,7 +290,7 @@ pub fn read_series<'a>(
     let mut s = Series::default();
     let mut capture = false;
     for (name, bytes) in files {
-        if !bytes.is_empty() && (super::CAPTURE.sniff)(bytes) {
+        if looks_like_capture(bytes) {
             let c = capture_series(name, bytes);
             capture = true;
             s.frames += c.frames;
@@ -178,18 +318,45 @@ pub fn read_series<'a>(
         });
     }
     let cycles: Option<Vec<u64>> = s.items.iter().map(|i| cycle(&i.input)).collect();
-    if let (false, Some(cycles)) = (capture, cycles) {
+    let stamps: Option<Vec<Timestamp>> =
+        s.items.iter().map(|i| point(&i.input).timestamp).collect();
+    let keys = match stamps {
+        Some(t)
+            if t.iter()
+                .all(|x| x.ticks_per_second == t[0].ticks_per_second) =>
+        {
+            Some(t.iter().map(|t| t.ticks).collect::<Vec<u64>>())
+        }
+        _ => cycles,
+    };
+    if let (false, Some(keys)) = (capture, keys) {
         let mut order: Vec<usize> = (0..s.items.len()).collect();
-        order.sort_by_key(|&i| cycles[i]);
+        order.sort_by_key(|&i| keys[i]);
         let mut items: Vec<Option<Item>> = s.items.into_iter().map(Some).collect();
         s.items = order.into_iter().filter_map(|i| items[i].take()).collect();
     }
     Ok(s)
 }
 
+/// Do these bytes (a whole input, or its first bytes) look like a serial capture of
+/// COBS-framed snapshots rather than a snapshot or profile file? What decides how a
+/// series reads an input.
+pub fn looks_like_capture(bytes: &[u8]) -> bool {
+    !bytes.is_empty() && (super::CAPTURE.sniff)(bytes)
+}
+
 /// Why files could not be read as a series.
 #[derive(Debug, thiserror::Error)]
 pub enum SeriesError {
+    /// A capture streamed from a file or pipe could not be read further.
+    #[error("{name}: read failed: {error}")]
+    Io {
+        /// The file.
+        name: String,
+        /// Why.
+        #[source]
+        error: std::io::Error,
+    },
     /// One of the files (named) could not be read, or nothing good was in them.
     #[error("{name}: {error}")]
     Input {
@@ -214,6 +381,8 @@ fn cycle(input: &Input) -> Option<u64> {
 pub struct Point {
     /// The snapshot's record cycle; `None` for a profile.
     pub cycle: Option<u64>,
+    /// The device's clock at the snapshot, when its integrator supplied one.
+    pub timestamp: Option<Timestamp>,
     /// Bytes and objects in use; `None` for a profile without in-use sample types.
     pub in_use: Option<InUse>,
     /// The drop/overflow counters that are not zero, by name (a snapshot's; none
@@ -256,6 +425,7 @@ pub fn point(input: &Input) -> Point {
             };
             Point {
                 cycle: None,
+                timestamp: None,
                 in_use,
                 drops: Vec::new(),
             }
@@ -286,6 +456,7 @@ fn snapshot_point(s: &Snapshot) -> Point {
     };
     Point {
         cycle: Some(s.cycle),
+        timestamp: s.timestamp,
         in_use: Some(in_use),
         drops: inspect::drop_counters(s)
             .filter(|&(name, v)| v != 0 && name != "samples")
@@ -414,6 +585,45 @@ mod tests {
         assert_eq!(names, ["b", "a", "c"]);
         assert!(s.bad.is_empty());
         assert_eq!(s.frames, 0);
+    }
+
+    #[test]
+    fn files_with_timestamps_of_one_clock_are_ordered_by_it() {
+        let stamped = |cycle, ticks, hz| {
+            let mut s = snap(cycle, 16);
+            s.version = snapshot::VERSION_FLAGS;
+            s.timestamp = Some(Timestamp {
+                ticks,
+                ticks_per_second: hz,
+            });
+            s.encode().unwrap()
+        };
+        // Cycles say b, a, c; the clock says c, a, b (a device reset restarted cycles).
+        let (a, b, c) = (
+            stamped(5, 2_000, 1_000),
+            stamped(1, 3_000, 1_000),
+            stamped(9, 1_000, 1_000),
+        );
+        let files = [
+            ("a", a.as_slice()),
+            ("b", b.as_slice()),
+            ("c", c.as_slice()),
+        ];
+        let s = read_series(files, &Limits::default()).unwrap();
+        let names: Vec<&str> = s.items.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["c", "a", "b"]);
+        let p = point(&s.items[0].input);
+        assert_eq!(p.timestamp.map(|t| t.ticks), Some(1_000));
+        // Two clocks cannot be compared: by cycle then.
+        let other = stamped(1, 3_000, 7);
+        let files = [
+            ("a", a.as_slice()),
+            ("b", other.as_slice()),
+            ("c", c.as_slice()),
+        ];
+        let s = read_series(files, &Limits::default()).unwrap();
+        let names: Vec<&str> = s.items.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["b", "a", "c"]);
     }
 
     #[test]
