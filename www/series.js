@@ -84,7 +84,13 @@ function ask(message) {
 
 function label(i) {
   const p = S.summary.points[i];
-  return p.cycle == null ? p.name : `${p.name} (cycle ${p.cycle})`;
+  const when = [p.cycle == null ? null : `cycle ${p.cycle}`, p.time == null ? null : `${seconds(p.time)}`].filter(Boolean);
+  return when.length ? `${p.name} (${when.join(', ')})` : p.name;
+}
+
+/// Device time (a snapshot's timestamp) in seconds, to the millisecond.
+function seconds(t) {
+  return `${t.toFixed(3)} s`;
 }
 
 function fileOf(profile, i, when) {
@@ -265,7 +271,8 @@ function render() {
   // x labels: first and last point.
   for (const i of n > 1 ? [0, n - 1] : [0]) {
     const t = svg('text', { x: x(i), y: height - 6, 'text-anchor': i ? 'end' : 'start', class: 'axis' });
-    t.textContent = `#${i}${points[i].cycle == null ? '' : ` · cycle ${points[i].cycle}`}`;
+    const p = points[i];
+    t.textContent = `#${i}${p.cycle == null ? '' : ` · cycle ${p.cycle}`}${p.time == null ? '' : ` · ${seconds(p.time)}`}`;
     chart.append(t);
   }
   const guide = svg('line', { y1: pad.t, y2: pad.t + h, class: 'guide', visibility: 'hidden' });

@@ -437,9 +437,9 @@ fn tip_bytes(tip: &serde_json::Value) -> i64 {
 fn the_viewer_charts_a_capture_and_shows_its_points_and_their_diff() {
     let out = firmware_out();
     let elf = out.join(ELF_NAME);
-    let cap = capture(&out, "viewer");
+    let cap = damaged_capture(&out, "viewer");
     let capture = cap.path.to_str().unwrap();
-    let last = cap.snaps.len() - 1;
+    let last = cap.offsets.len() - 1;
     let dir = target_dir().join("firmware-timeline/viewer");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -461,7 +461,7 @@ fn the_viewer_charts_a_capture_and_shows_its_points_and_their_diff() {
     );
 
     // One point per good frame; both bad frames marked where they were.
-    assert_eq!(r["points"], cap.snaps.len(), "{r}");
+    assert_eq!(r["points"], cap.offsets.len(), "{r}");
     let bad = r["bad"].as_array().unwrap();
     assert_eq!(bad.len(), 2, "{r}");
     assert!(bad[0].as_str().unwrap().contains("offset 0 "), "{r}");
@@ -476,8 +476,8 @@ fn the_viewer_charts_a_capture_and_shows_its_points_and_their_diff() {
     assert!(
         head.contains(&format!(
             "{} snapshots of {} frames, 2 bad",
-            cap.snaps.len(),
-            cap.snaps.len() + 2
+            cap.offsets.len(),
+            cap.offsets.len() + 2
         )),
         "{head}"
     );
@@ -552,5 +552,5 @@ fn the_viewer_charts_a_capture_and_shows_its_points_and_their_diff() {
     assert_eq!(r["peakBase"], false, "{r}");
     // Another file ends the series; the demo's link opens the same chart.
     assert_eq!(r["closed"], true, "{r}");
-    assert_eq!(r["linkPoints"], cap.snaps.len(), "{r}");
+    assert_eq!(r["linkPoints"], cap.offsets.len(), "{r}");
 }

@@ -118,6 +118,7 @@ impl SeriesReader {
                     "name": item.name,
                     "offset": item.offset,
                     "cycle": p.cycle,
+                    "time": p.timestamp.map(|t| t.seconds()),
                     "bytes": p.in_use.map(|u| u.bytes),
                     "objects": p.in_use.map(|u| u.objects),
                     "exact": p.in_use.is_some_and(|u| u.exact),
