@@ -6,7 +6,6 @@
 //! named by its frame (`stack of FUNCTION`). Without CFI (a stripped ELF, or a PC
 //! outside it) frames are found conservatively, by the return addresses on the stack.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -762,25 +761,7 @@ struct Locals {
 impl Locals {
     fn load(data: &[u8]) -> Result<Locals, String> {
         let file = object::File::parse(data).map_err(|e| e.to_string())?;
-        if file
-            .section_by_name(".debug_info")
-            .is_none_or(|s| s.size() == 0)
-        {
-            return Err("no DWARF (.debug_info is missing)".into());
-        }
-        let endian = if file.is_little_endian() {
-            RunTimeEndian::Little
-        } else {
-            RunTimeEndian::Big
-        };
-        let load = |id: gimli::SectionId| -> Result<Reader, object::Error> {
-            let data = match file.section_by_name(id.name()) {
-                Some(s) => s.uncompressed_data()?,
-                None => Cow::Borrowed(&[][..]),
-            };
-            Ok(EndianArcSlice::new(Arc::from(&*data), endian))
-        };
-        let dwarf = gimli::Dwarf::load(load).map_err(|e| e.to_string())?;
+        let dwarf = crate::types::load_dwarf(&file)?;
         Ok(Locals { dwarf })
     }
 

@@ -13,7 +13,7 @@ use gimli::{constants as dw, AttributeValue, EndianArcSlice, RunTimeEndian};
 use heapsnap_profile::leaks::{Field, Kind, Type, TypeId, Types, Variant, Variants};
 use object::{Object, ObjectSection};
 
-type Reader = EndianArcSlice<RunTimeEndian>;
+pub(crate) type Reader = EndianArcSlice<RunTimeEndian>;
 
 /// The parts of a DIE the conversion reads. Keyed by `.debug_info` offset.
 struct Die {
@@ -35,10 +35,9 @@ struct Die {
     children: Vec<u64>,
 }
 
-/// The statics' types of the ELF `data`, or why there are none (no DWARF, or DWARF the
-/// reader could not walk).
-pub fn types_from_dwarf(data: &[u8]) -> Result<Types, String> {
-    let file = object::File::parse(data).map_err(|e| e.to_string())?;
+/// The ELF's DWARF sections, owned (what the type reader and the stack walk's local
+/// lookup read), or why there are none.
+pub(crate) fn load_dwarf(file: &object::File) -> Result<gimli::Dwarf<Reader>, String> {
     if file
         .section_by_name(".debug_info")
         .is_none_or(|s| s.size() == 0)
@@ -57,7 +56,14 @@ pub fn types_from_dwarf(data: &[u8]) -> Result<Types, String> {
         };
         Ok(EndianArcSlice::new(Arc::from(&*data), endian))
     };
-    let dwarf = gimli::Dwarf::load(load).map_err(|e| e.to_string())?;
+    gimli::Dwarf::load(load).map_err(|e| e.to_string())
+}
+
+/// The statics' types of the ELF `data`, or why there are none (no DWARF, or DWARF the
+/// reader could not walk).
+pub fn types_from_dwarf(data: &[u8]) -> Result<Types, String> {
+    let file = object::File::parse(data).map_err(|e| e.to_string())?;
+    let dwarf = load_dwarf(&file)?;
     let word = if file.is_64() { 8 } else { 4 };
     let (dies, statics) = read_dies(&dwarf).map_err(|e| format!("corrupt DWARF: {e}"))?;
     let mut c = Conv {
