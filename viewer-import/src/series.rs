@@ -1,6 +1,7 @@
-//! The heap over time in the browser: a serial capture, or several snapshot files,
-//! read as one series by the library `heapsnap timeline` uses
-//! ([`heapsnap_profile::import::series`]), for the page's chart (`www/series.js`).
+//! The heap over time in the browser: a serial capture read as one series by the
+//! library `heapsnap timeline` uses ([`heapsnap_profile::import::series`]), for the
+//! page's chart (`www/series.js`). (The reader takes several files as `timeline` does;
+//! the page hands it one capture.)
 //!
 //! The worker that reads a series stays alive while its chart is shown: the decoded
 //! frames and the ELF stay here, so a click on a point only converts that frame.
