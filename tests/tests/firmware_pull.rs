@@ -70,6 +70,11 @@ impl Qemu {
         c.args(["-cpu", "cortex-m3", "-machine", "lm3s6965evb", "-nographic"])
             .args(["-semihosting-config", &semihosting])
             .args(["-gdb", &format!("tcp:127.0.0.1:{port}")])
+            // The UART carries the firmware's binary snapshot stream: into a file, as
+            // `cargo xtask firmware` records it, not onto the console read line by line
+            // here (a line reader stops at the first non-UTF-8 byte, the pipe fills, and
+            // the firmware waits on its UART); no monitor on stdio either.
+            .args(["-serial", "file:capture.cobs", "-monitor", "none"])
             .arg("-kernel")
             .arg(firmware_elf())
             .current_dir(&dir)
