@@ -11,9 +11,8 @@ mod gen;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-/// Address space the binary may use: its own mapping and the decoders' budgets fit,
-/// the amplified decodes of before did not.
-const MEMORY_KIB: u64 = 512 << 10;
+mod common;
+use common::{heapsnap, heapsnap_within, MEMORY_KIB};
 
 fn dir() -> PathBuf {
     let d = std::env::temp_dir().join(format!("heapsnap-hostile-{}", std::process::id()));
@@ -25,17 +24,6 @@ fn write(name: &str, bytes: &[u8]) -> PathBuf {
     let p = dir().join(name);
     std::fs::write(&p, bytes).unwrap();
     p
-}
-
-/// Runs heapsnap with `args` under the memory limit.
-fn heapsnap(args: &[&str]) -> Output {
-    std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("ulimit -v {MEMORY_KIB} && exec \"$0\" \"$@\""))
-        .arg(env!("CARGO_BIN_EXE_heapsnap"))
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 /// The run failed with status 1 and an error containing every one of `want`.
@@ -289,17 +277,6 @@ fn malformed_pprof_names_byte_and_field() {
         &heapsnap(&["top", path(&f)]),
         &["at byte 4 (sample[0].location_id): packed field ends inside a varint"],
     );
-}
-
-/// Runs heapsnap with `args` under an address-space limit of `mib` MiB.
-fn heapsnap_within(mib: u64, args: &[&str]) -> Output {
-    std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("ulimit -v {} && exec \"$0\" \"$@\"", mib << 10))
-        .arg(env!("CARGO_BIN_EXE_heapsnap"))
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 fn succeeds(out: &Output) -> String {

@@ -9,23 +9,13 @@ use std::io::{Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::process::Output;
 
-/// Address space the binary may use: far below the captures' sizes.
-const MEMORY_KIB: u64 = 512 << 10;
+mod common;
+use common::heapsnap;
 
 fn dir() -> PathBuf {
     let d = std::env::temp_dir().join(format!("heapsnap-timeline-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-fn heapsnap(args: &[&str]) -> Output {
-    std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("ulimit -v {MEMORY_KIB} && exec \"$0\" \"$@\""))
-        .arg(env!("CARGO_BIN_EXE_heapsnap"))
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 /// A snapshot of `in_use` bytes at `cycle`, stamped `ticks` of a 1 MHz clock.

@@ -644,37 +644,25 @@ fn walk(
             code.saturating_sub(1)
         };
         let function = function_at(elf, probe, false);
-        let Some(row) = cfi.row(probe) else {
+        let row = cfi.row(probe);
+        if row.is_none() && depth == 0 {
             // Handed to the return-address scan by the caller.
-            if depth == 0 {
-                return;
-            }
-            frames.push(Frame {
-                function,
-                pc,
-                sp,
-                cfa: None,
-            });
             return;
-        };
-        let Some(cfa) = row
-            .cfa
-            .and_then(|(r, off)| cur.get(&r).map(|v| v.wrapping_add_signed(off)))
-        else {
-            frames.push(Frame {
-                function,
-                pc,
-                sp,
-                cfa: None,
-            });
-            return;
-        };
+        }
+        let cfa = row.as_ref().and_then(|row| {
+            row.cfa
+                .and_then(|(r, off)| cur.get(&r).map(|v| v.wrapping_add_signed(off)))
+        });
         frames.push(Frame {
             function,
             pc,
             sp,
-            cfa: Some(cfa),
+            cfa,
         });
+        // Without CFI or a CFA here the walk ends at this frame.
+        let (Some(row), Some(cfa)) = (row, cfa) else {
+            return;
+        };
         if let Some(d) = dwarf {
             for local in d.at(probe, &cur, cfa, memory) {
                 match local.place {
