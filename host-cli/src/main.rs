@@ -510,18 +510,15 @@ const SNIFF_BYTES: u64 = 64 << 10;
 
 /// The rest of an input read whole, within the `input-size` limit.
 fn read_all_capped(path: &str, input: impl Read, limits: &Limits) -> Result<Vec<u8>> {
-    let cap = limits.input_size;
-    let mut bytes = Vec::new();
-    input
-        .take(cap.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("cannot read {path}"))?;
-    if bytes.len() as u64 > cap {
-        bail!(
-            "input {path} is more than {cap} bytes, over the limit input-size={cap}; raise it with --limit input-size=N if the file is trusted"
-        );
-    }
-    Ok(bytes)
+    read_capped_from(
+        input,
+        None,
+        Path::new(path),
+        "input",
+        limits.input_size,
+        "input-size",
+        b"",
+    )
 }
 
 /// A point of a series as `heapsnap diff` reads an input: a snapshot symbolized (its
@@ -843,28 +840,30 @@ fn print_top(
 /// checked on the first bytes read; without it only those are returned (for the
 /// parser's message), so a device is never read far.
 fn read_capped(path: &Path, what: &str, cap: u64, name: &str, magic: &[u8]) -> Result<Vec<u8>> {
-    let too_big = |size: String| {
-        anyhow::anyhow!(
-            "{what} {} is {size} bytes, over the limit {name}={cap}; raise it with --limit {name}=N if the file is trusted",
-            path.display()
-        )
-    };
-    let cannot = || match what {
-        "input" => format!("cannot read {}", path.display()),
-        _ => format!("cannot read {what} {}", path.display()),
-    };
-    let mut size = None;
-    let mut reader: Box<dyn Read> = if path == Path::new("-") {
-        Box::new(std::io::stdin().lock())
+    let cannot = || cannot_read(what, path);
+    let (reader, size): (Box<dyn Read>, _) = if path == Path::new("-") {
+        (Box::new(std::io::stdin().lock()), None)
     } else {
         let f = std::fs::File::open(path).with_context(cannot)?;
         let meta = f.metadata().with_context(cannot)?;
         if meta.is_file() && meta.len() > cap {
-            return Err(too_big(meta.len().to_string()));
+            return Err(too_big(what, path, &meta.len().to_string(), name, cap));
         }
-        size = meta.is_file().then_some(meta.len());
-        Box::new(f)
+        (Box::new(f), meta.is_file().then_some(meta.len()))
     };
+    read_capped_from(reader, size, path, what, cap, name, magic)
+}
+
+/// [`read_capped`] on an opened reader (of `size` bytes if known), named `path`.
+fn read_capped_from(
+    mut reader: impl Read,
+    size: Option<u64>,
+    path: &Path,
+    what: &str,
+    cap: u64,
+    name: &str,
+    magic: &[u8],
+) -> Result<Vec<u8>> {
     let mut v: Vec<u8> = Vec::new();
     if let Some(n) = size.filter(|_| magic.is_empty()) {
         // A regular file's size is known: read into exactly that (and one byte to see
@@ -876,10 +875,10 @@ fn read_capped(path: &Path, what: &str, cap: u64, name: &str, magic: &[u8]) -> R
         let n = match reader.read(&mut buf) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e).with_context(cannot),
+            Err(e) => return Err(e).with_context(|| cannot_read(what, path)),
         };
         if (v.len() + n) as u64 > cap {
-            return Err(too_big(format!("more than {cap}")));
+            return Err(too_big(what, path, &format!("more than {cap}"), name, cap));
         }
         if v.len() + n > v.capacity() {
             // Doubling, but never past the cap.
@@ -897,6 +896,22 @@ fn read_capped(path: &Path, what: &str, cap: u64, name: &str, magic: &[u8]) -> R
         if n == 0 {
             return Ok(v);
         }
+    }
+}
+
+/// The error for a file over its size limit `name`.
+fn too_big(what: &str, path: &Path, size: &str, name: &str, cap: u64) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{what} {} is {size} bytes, over the limit {name}={cap}; raise it with --limit {name}=N if the file is trusted",
+        path.display()
+    )
+}
+
+/// The context of a read that failed.
+fn cannot_read(what: &str, path: &Path) -> String {
+    match what {
+        "input" => format!("cannot read {}", path.display()),
+        _ => format!("cannot read {what} {}", path.display()),
     }
 }
 
