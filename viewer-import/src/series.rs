@@ -62,10 +62,11 @@ impl SeriesReader {
         }
     }
 
-    /// Whether `head` (a file's first bytes) is a serial capture: read as a series
-    /// (a chart of every good frame), not as its last snapshot.
+    /// Whether `head` (a file's first bytes, an ELF already set aside by the worker)
+    /// is a serial capture: read as a series (a chart of every good frame), not as its
+    /// last snapshot. The CLI's `timeline` decides by the same test.
     pub fn is_capture(head: &[u8]) -> bool {
-        series::is_capture(head)
+        series::looks_like_capture(head)
     }
 
     /// Adds a file of the series (a capture, a snapshot or a profile), refused past

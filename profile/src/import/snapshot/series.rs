@@ -92,13 +92,6 @@ impl Series {
     }
 }
 
-/// Whether `bytes` (a file, or its first bytes) read as a serial capture, the format
-/// [`crate::import::guess`] picks for them: a reader then shows every frame as a
-/// series rather than the last one.
-pub fn is_capture(bytes: &[u8]) -> bool {
-    crate::import::guess_format(bytes) == Some(super::CAPTURE.name)
-}
-
 /// Every frame of a raw serial capture (`name` names it in the items and bad frames):
 /// the good ones in capture order, the bad ones with their offsets. Never fails: a
 /// capture with no good frame (or no frame at all) is a series without items.
