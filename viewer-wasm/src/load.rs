@@ -135,7 +135,16 @@ fn deliver(
     dispatch: &Callback<Action>,
 ) {
     match decoded {
-        Ok(p) => {
+        Ok(mut p) => {
+            // As pprof reads every profile: its drop_frames/keep_frames applied (the
+            // allocator's own frames cut, so the allocating function is the leaf).
+            // Patterns that do not compile drop nothing, as in pprof; the page says so.
+            if let Err(e) = p.remove_uninteresting(&crate::regex::compile) {
+                p.comment.push(p.string_table.len() as i64);
+                p.string_table.push(format!(
+                    "warning: {e}; no frames dropped (as go tool pprof)"
+                ));
+            }
             mark("decoded");
             dispatch.emit(Action::Loaded {
                 slot,

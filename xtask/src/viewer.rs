@@ -12,10 +12,14 @@ use std::process::Command;
 /// errors) and checked 64-bit totals cost ~10 KiB raw / ~6 KiB gzipped, raised once,
 /// here, to 310 / 128; and by 1 KiB raw to 311 for the merge that holds one input at a
 /// time (the CLI's `diff` of two 52 MB profiles went from 1.57 GB to 0.63 GB; the
-/// viewer's diff is the same code, and its sample dedup by hash is ~1 KiB of wasm).
+/// viewer's diff is the same code, and its sample dedup by hash is ~1 KiB of wasm);
+/// by 3 / 1 KiB to 314 / 129 when the viewer began to read a profile as pprof does,
+/// its `drop_frames`/`keep_frames` applied (without it, every gperftools, jemalloc and
+/// C++ profile showed `malloc` and `operator new` where pprof shows the allocating
+/// function: +2.4 KiB raw / +1.1 KiB gzipped for the prune and its warning).
 /// Winning it back is tracked in the issue notes.
-const BUDGET_RAW: u64 = 311 * 1024;
-const BUDGET_GZ: u64 = 128 * 1024;
+const BUDGET_RAW: u64 = 314 * 1024;
+const BUDGET_GZ: u64 = 129 * 1024;
 
 const TARGET: &str = "wasm32-unknown-unknown";
 
