@@ -5,8 +5,11 @@
 
 #[path = "../../profile/tests/common/mod.rs"]
 mod common;
+#[path = "hostile/gen.rs"]
+#[allow(dead_code)]
+mod gen;
 
-use heapsnap_profile::profile::{self, Builder, Line, Profile};
+use heapsnap_profile::profile;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -78,47 +81,9 @@ fn assert_terminal_safe(s: &str) {
     }
 }
 
-/// A profile whose leaf functions are named `names` (one sample each, values
-/// `values`), one sample type `ty`/`unit`, and `comments`.
-fn profile_with(ty: &str, names: &[&str], values: &[i64], comments: &[&str]) -> Profile {
-    let mut b = Builder::new();
-    b.sample_type(ty, "bytes");
-    for c in comments {
-        b.comment(c);
-    }
-    for (n, &v) in names.iter().zip(values) {
-        let f = b.function(n, "", "", 0);
-        let l = b.location(
-            0,
-            0x1000,
-            vec![Line {
-                function_id: f,
-                line: 1,
-                column: 0,
-            }],
-            false,
-        );
-        b.sample(vec![l], vec![v], vec![]);
-    }
-    b.finish()
-}
-
 // Item 3: terminal escapes in names.
 
-const EVIL: [&str; 5] = [
-    "title\x1b]0;pwned\x07",
-    "two\nlines",
-    "cr\rtab\tend",
-    "del\x7f csi\u{9b}31m",
-    "clear\x1b[2J\x1b[H",
-];
-const SHOWN: [&str; 5] = [
-    "title\\x1b]0;pwned\\x07",
-    "two\\nlines",
-    "cr\\rtab\\tend",
-    "del\\x7f csi\\u{9b}31m",
-    "clear\\x1b[2J\\x1b[H",
-];
+use gen::{profile_with, EVIL, SHOWN};
 
 #[test]
 fn names_types_and_comments_are_escaped_in_top() {

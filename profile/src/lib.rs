@@ -37,5 +37,6 @@ pub mod leaks;
 pub mod limits;
 mod order;
 pub mod profile;
+pub mod text;
 
 pub use order::{permute, sorted_order};

@@ -132,3 +132,75 @@ fn hostile_files_get_the_clis_error_while_the_page_keeps_answering() {
         "good file: slowest answer {good_ping:.0} ms"
     );
 }
+
+/// Names, sample types and comments that carry terminal escapes, newlines and
+/// bidirectional controls show in the page exactly as the CLI prints them (escaped,
+/// by the one rule of `heapsnap_profile::text`): no name reorders what follows it or
+/// splits a row, and every row is still there.
+#[test]
+fn names_with_control_and_bidi_characters_show_as_the_cli_prints_them() {
+    use heapsnap_profile::profile;
+    let www = www();
+    let dir = target_dir().join("viewer-hostile-names");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut names = gen::EVIL.to_vec();
+    names.push(gen::BIDI.0);
+    let p = gen::profile_with(
+        "inuse\u{202e}space",
+        &names,
+        &[600, 500, 400, 300, 200, 100],
+        &["warning: clipboard \x1b]52;c;aGk=\x07 set"],
+    );
+    let f = dir.join("evil.pb.gz");
+    std::fs::write(&f, profile::encode(&p)).unwrap();
+
+    let cli = e2e::run(
+        std::process::Command::new(e2e::heapsnap())
+            .arg("top")
+            .arg(&f),
+    );
+    let cli_names: Vec<String> = cli
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("flat  flat%"))
+        .skip(1)
+        .map(|l| l.split_whitespace().skip(5).collect::<Vec<_>>().join(" "))
+        .collect();
+    let mut shown = gen::SHOWN.to_vec();
+    shown.push(gen::BIDI.1);
+    // (A name with a space is joined back as it was: none of these has two.)
+    assert_eq!(cli_names, shown, "the CLI's own rows:\n{cli}");
+
+    let args = [
+        www.as_os_str(),
+        dir.as_os_str(),
+        std::ffi::OsStr::new(&format!("evil={}", f.display())),
+    ]
+    .map(std::ffi::OsStr::to_os_string);
+    let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    let r = browser_script("viewer_import.mjs", &refs, &dir);
+    assert_eq!(r["errors"], Value::Array(vec![]), "uncaught errors");
+    let case = &r["cases"]["evil"];
+    assert!(case["error"].is_null(), "refused: {}", case["error"]);
+    let page: Vec<&str> = case["top"]
+        .as_array()
+        .expect("top rows")
+        .iter()
+        .map(|row| row["name"].as_str().expect("a name"))
+        .collect();
+    assert_eq!(page, shown, "the page's top rows");
+    assert_eq!(case["sampleType"], "inuse\\u{202e}space");
+    assert_eq!(
+        case["comments"],
+        serde_json::json!(["warning: clipboard \\x1b]52;c;aGk=\\x07 set"])
+    );
+    // The rendered text too, not only the data attributes: no control or bidi
+    // character reaches the page's text.
+    let text = case["status"].as_str().unwrap_or_default();
+    assert!(
+        !text
+            .chars()
+            .any(|c| c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c)),
+        "status line: {text:?}"
+    );
+}

@@ -145,6 +145,13 @@ fn deliver(
                     "warning: {e}; no frames dropped (as go tool pprof)"
                 ));
             }
+            // Every name, type, unit and comment shown as the CLI prints it: control and
+            // bidirectional characters escaped, so no name reorders or splits a row.
+            for s in &mut p.string_table {
+                if let std::borrow::Cow::Owned(shown) = heapsnap_profile::text::printable(s) {
+                    *s = shown;
+                }
+            }
             mark("decoded");
             dispatch.emit(Action::Loaded {
                 slot,

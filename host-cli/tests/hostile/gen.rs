@@ -308,3 +308,58 @@ pub fn big_snapshot(stacks: usize, buckets: usize) -> Vec<u8> {
     };
     s.encode().unwrap()
 }
+
+/// Names that carry what a terminal acts on (issue 12, item 3).
+pub const EVIL: [&str; 5] = [
+    "title\x1b]0;pwned\x07",
+    "two\nlines",
+    "cr\rtab\tend",
+    "del\x7f csi\u{9b}31m",
+    "clear\x1b[2J\x1b[H",
+];
+/// [`EVIL`] as the CLI prints them (and the viewer shows them).
+pub const SHOWN: [&str; 5] = [
+    "title\\x1b]0;pwned\\x07",
+    "two\\nlines",
+    "cr\\rtab\\tend",
+    "del\\x7f csi\\u{9b}31m",
+    "clear\\x1b[2J\\x1b[H",
+];
+
+/// A profile whose leaf functions are named `names` (one sample each, values
+/// `values`), one sample type `ty`/`unit`, and `comments`.
+pub fn profile_with(
+    ty: &str,
+    names: &[&str],
+    values: &[i64],
+    comments: &[&str],
+) -> heapsnap_profile::profile::Profile {
+    use heapsnap_profile::profile::{Builder, Line};
+    let mut b = Builder::new();
+    b.sample_type(ty, "bytes");
+    for c in comments {
+        b.comment(c);
+    }
+    for (n, &v) in names.iter().zip(values) {
+        let f = b.function(n, "", "", 0);
+        let l = b.location(
+            0,
+            0x1000,
+            vec![Line {
+                function_id: f,
+                line: 1,
+                column: 0,
+            }],
+            false,
+        );
+        b.sample(vec![l], vec![v], vec![]);
+    }
+    b.finish()
+}
+
+/// A name with bidirectional controls ("Trojan Source": shown reordered), and how the
+/// CLI prints it (and the viewer shows it).
+pub const BIDI: (&str, &str) = (
+    "main\u{202e}cod\u{2066}x\u{2069}\u{200f}",
+    "main\\u{202e}cod\\u{2066}x\\u{2069}\\u{200f}",
+);
