@@ -6,6 +6,7 @@
 //! and where.
 
 #[path = "hostile/gen.rs"]
+#[allow(dead_code)] // Shared with hostile_cli.rs and the viewer's tests.
 mod gen;
 
 use std::path::{Path, PathBuf};
