@@ -1074,7 +1074,10 @@ fn symbolized(snap: &Snapshot, input_len: u64, sym: &SymArgs, limits: &Limits) -
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    Ok(p?)
+    match p {
+        Err(e) if e.is_wrong_elf() => bail!("{e} (--force-elf uses it anyway)"),
+        p => Ok(p?),
+    }
 }
 
 /// Writes data to `-o FILE` (whole or not at all, see [`files::write_atomic`]) or

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 #[non_exhaustive]
 pub enum ConvertError {
     /// An ELF given by the user is from another build than the snapshot's program.
-    #[error("{elf}: build id {elf_id} does not match the snapshot's mapping {mapping} (build id {mapping_id}): the snapshot was taken from a different build of this program (--force-elf uses it anyway)")]
+    #[error("{elf}: build id {elf_id} does not match the snapshot's mapping {mapping} (build id {mapping_id}): the snapshot was taken from a different build of this program")]
     BuildIdMismatch {
         /// The ELF's name.
         elf: String,
@@ -40,7 +40,7 @@ pub enum ConvertError {
     /// A given ELF does not fit the snapshot: another word size, or (firmware, which
     /// has no build id to compare) return addresses outside its code or not after a
     /// call in it.
-    #[error("{elf} does not fit the snapshot: {why}; pass the ELF of the build that ran (or --force-elf to use this one anyway)")]
+    #[error("{elf} does not fit the snapshot: {why}; give the ELF of the build that ran")]
     ElfMismatch {
         /// The ELF's name.
         elf: String,
@@ -53,6 +53,18 @@ pub enum ConvertError {
     /// The profile being built went over a resource limit.
     #[error(transparent)]
     Limit(Box<LimitError>),
+}
+
+impl ConvertError {
+    /// An ELF that does not fit, which a user may still insist on: each client words
+    /// how (the CLI's `--force-elf`; the browser has no such switch), so the message
+    /// here does not.
+    pub fn is_wrong_elf(&self) -> bool {
+        matches!(
+            self,
+            ConvertError::BuildIdMismatch { .. } | ConvertError::ElfMismatch { .. }
+        )
+    }
 }
 
 impl From<LimitError> for ConvertError {

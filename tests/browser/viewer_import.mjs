@@ -28,7 +28,8 @@ try {
     await page.waitForSelector('.status .file, [data-testid=error]', { timeout: 60000 });
     const r = {};
     r.error = await page.$eval('[data-testid=error]', (e) => e.textContent).catch(() => null);
-    r.status = await page.textContent('.status').catch(() => null);
+    // ($eval, not textContent: that would wait 30 s for a status line an error never shows.)
+    r.status = await page.$eval('.status', (e) => e.textContent).catch(() => null);
     r.importer = await page.evaluate(() => performance.getEntriesByName('heapsnap:importer').length);
     if (!r.error) {
       r.comments = await page.$$eval('[data-testid=comments] li', (li) => li.map((l) => l.textContent));
