@@ -459,6 +459,27 @@ pub fn browser_script(
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not JSON: {e}", result.display()))
 }
 
+/// Opens each case's files together through the viewer's file input, one fresh page
+/// per case (`tests/browser/viewer_import.mjs`), and returns each case's report by
+/// name (`error`, `status`, `comments`, `sampleType`, `sampleTypes`, `top`, `tops`,
+/// `importer`, `answers`: see the script). Fails if the page threw anywhere.
+pub fn open_in_viewer(out_dir: &Path, cases: &[(&str, Vec<&Path>)]) -> serde_json::Value {
+    let www = www();
+    let mut args = vec![www.into_os_string(), out_dir.as_os_str().to_owned()];
+    for (name, files) in cases {
+        let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        args.push(format!("{name}={}", files.join(",")).into());
+    }
+    let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    let result = browser_script("viewer_import.mjs", &refs, out_dir);
+    assert_eq!(
+        result["errors"],
+        serde_json::Value::Array(vec![]),
+        "uncaught errors in the page"
+    );
+    result["cases"].clone()
+}
+
 /// The directory a firmware run left its snapshots and ELF copy in, named by the
 /// environment variable `var` (`HEAPSNAP_FIRMWARE_OUT`, `HEAPSNAP_FIRMWARE_C_OUT`),
 /// checked to hold `elf_name`. `how` is the command that makes it, for the message.

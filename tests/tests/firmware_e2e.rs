@@ -402,22 +402,16 @@ fn the_viewer_symbolizes_a_snapshot_dropped_with_its_elf() {
     let elf = out.join("heapsnap-firmware.elf");
     let pb = convert(&out, snap, "viewer-import");
     let dir = target_dir().join("firmware-e2e/viewer-import");
-    let www = e2e::www();
-    let cases = [
-        format!("with_elf={},{}", snap.display(), elf.display()),
-        format!("alone={}", snap.display()),
-        format!("elf_alone={}", elf.display()),
-    ];
-    let mut args = vec![www.as_os_str(), dir.as_os_str()];
-    args.extend(cases.iter().map(std::ffi::OsStr::new));
-    let result = e2e::browser_script("viewer_import.mjs", &args, &dir);
-    assert_eq!(
-        result["errors"],
-        Value::Array(vec![]),
-        "uncaught errors in the page"
+    let result = e2e::open_in_viewer(
+        &dir,
+        &[
+            ("with_elf", vec![snap.as_path(), elf.as_path()]),
+            ("alone", vec![snap.as_path()]),
+            ("elf_alone", vec![elf.as_path()]),
+        ],
     );
 
-    let with = &result["cases"]["with_elf"];
+    let with = &result["with_elf"];
     assert!(with["error"].is_null(), "refused: {}", with["error"]);
     let st = with["sampleType"].as_str().expect("a sample type");
     let theirs = e2e::parse_pprof_top(&pprof(
@@ -436,7 +430,7 @@ fn the_viewer_symbolizes_a_snapshot_dropped_with_its_elf() {
     );
     e2e::assert_same_table("snapshot + ELF", &e2e::page_rows(&with["top"]), &theirs);
 
-    let alone = &result["cases"]["alone"];
+    let alone = &result["alone"];
     assert!(alone["error"].is_null(), "refused: {}", alone["error"]);
     let names: Vec<&str> = alone["top"]
         .as_array()
@@ -455,9 +449,7 @@ fn the_viewer_symbolizes_a_snapshot_dropped_with_its_elf() {
         "no warning that the ELF is missing: {}",
         alone["comments"]
     );
-    let e = result["cases"]["elf_alone"]["error"]
-        .as_str()
-        .unwrap_or_default();
+    let e = result["elf_alone"]["error"].as_str().unwrap_or_default();
     assert!(e.contains("ELF alone"), "the ELF alone: {e:?}");
 }
 

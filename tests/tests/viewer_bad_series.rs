@@ -10,7 +10,6 @@
 
 use e2e::{heapsnap, target_dir};
 use sampler_core::snapshot::decode_frames;
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -99,41 +98,25 @@ fn the_page_gives_the_clis_errors_for_a_wrong_elf_no_good_frame_and_a_huge_captu
         f.set_len(2 << 30).unwrap();
     }
     // The CLI streams it (bounded memory); the page refuses it by its size, unread.
-    let cli = Command::new(heapsnap())
-        .args(["timeline", "--elf"])
-        .arg(&elf)
-        .arg(&huge)
-        .output()
-        .unwrap();
-    assert!(
-        cli.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cli.stderr)
+    e2e::run(
+        Command::new(heapsnap())
+            .args(["timeline", "--elf"])
+            .arg(&elf)
+            .arg(&huge),
     );
 
-    let www = e2e::www();
-    let cases = [
-        format!("wrong_elf={},{}", snap.display(), wrong.display()),
-        format!("no_good={},{}", bad.display(), elf.display()),
-        format!("huge={},{}", huge.display(), elf.display()),
-    ];
-    let mut args = vec![www.as_os_str(), dir.as_os_str()];
-    args.extend(cases.iter().map(std::ffi::OsStr::new));
-    let result = e2e::browser_script("viewer_import.mjs", &args, &dir);
-    assert_eq!(
-        result["errors"],
-        Value::Array(vec![]),
-        "uncaught errors in the page"
+    let result = e2e::open_in_viewer(
+        &dir,
+        &[
+            ("wrong_elf", vec![snap.as_path(), wrong.as_path()]),
+            ("no_good", vec![bad.as_path(), elf.as_path()]),
+            ("huge", vec![huge.as_path(), elf.as_path()]),
+        ],
     );
     let page = |case: &str| -> String {
-        result["cases"][case]["error"]
+        result[case]["error"]
             .as_str()
-            .unwrap_or_else(|| {
-                panic!(
-                    "{case}: the page showed no error: {}",
-                    result["cases"][case]
-                )
-            })
+            .unwrap_or_else(|| panic!("{case}: the page showed no error: {}", result[case]))
             .to_owned()
     };
     // The CLI's error names the input paths; the page names the files as picked, and

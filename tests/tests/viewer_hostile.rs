@@ -140,7 +140,6 @@ fn hostile_files_get_the_clis_error_while_the_page_keeps_answering() {
 #[test]
 fn names_with_control_and_bidi_characters_show_as_the_cli_prints_them() {
     use heapsnap_profile::profile;
-    let www = www();
     let dir = target_dir().join("viewer-hostile-names");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -171,16 +170,8 @@ fn names_with_control_and_bidi_characters_show_as_the_cli_prints_them() {
     // (A name with a space is joined back as it was: none of these has two.)
     assert_eq!(cli_names, shown, "the CLI's own rows:\n{cli}");
 
-    let args = [
-        www.as_os_str(),
-        dir.as_os_str(),
-        std::ffi::OsStr::new(&format!("evil={}", f.display())),
-    ]
-    .map(std::ffi::OsStr::to_os_string);
-    let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-    let r = browser_script("viewer_import.mjs", &refs, &dir);
-    assert_eq!(r["errors"], Value::Array(vec![]), "uncaught errors");
-    let case = &r["cases"]["evil"];
+    let result = e2e::open_in_viewer(&dir, &[("evil", vec![f.as_path()])]);
+    let case = &result["evil"];
     assert!(case["error"].is_null(), "refused: {}", case["error"]);
     let page: Vec<&str> = case["top"]
         .as_array()

@@ -11,8 +11,8 @@
 //! playwright-core (`cargo xtask test` installs both).
 
 use e2e::{
-    assert_same_table, browser_script, go_heap_profile, heapsnap, page_rows, parse_pprof_top,
-    pprof, repo_root, run, target_dir, www,
+    assert_same_table, go_heap_profile, heapsnap, page_rows, parse_pprof_top, pprof, repo_root,
+    run, target_dir,
 };
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -74,23 +74,16 @@ fn every_format_the_cli_reads_opens_in_the_viewer_with_the_same_top_table() {
     // A plain pprof profile: decoded by the viewer itself, no importer.
     let pprof_file = go_heap_profile(&dir);
 
-    let www = www();
-    let mut args = vec![www.clone().into_os_string(), dir.clone().into_os_string()];
-    for (name, f) in &inputs {
-        args.push(format!("{name}={}", f.display()).into());
-    }
-    args.push(format!("truncated={}", truncated.display()).into());
-    args.push(format!("pprof={}", pprof_file.display()).into());
-    let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-    let result = browser_script("viewer_import.mjs", &refs, &dir);
-    assert_eq!(
-        result["errors"],
-        serde_json::Value::Array(vec![]),
-        "uncaught errors in the page"
-    );
+    let mut cases: Vec<(&str, Vec<&Path>)> = inputs
+        .iter()
+        .map(|(name, f)| (*name, vec![f.as_path()]))
+        .collect();
+    cases.push(("truncated", vec![truncated.as_path()]));
+    cases.push(("pprof", vec![pprof_file.as_path()]));
+    let result = e2e::open_in_viewer(&dir, &cases);
 
     for (name, f) in &inputs {
-        let case = &result["cases"][name];
+        let case = &result[name];
         assert!(
             case["error"].is_null(),
             "{name}: the viewer refused {}: {}",
@@ -131,15 +124,13 @@ fn every_format_the_cli_reads_opens_in_the_viewer_with_the_same_top_table() {
         .lines()
         .find_map(|l| l.split_once("truncated.snap: ").map(|(_, w)| w.trim()))
         .unwrap_or_else(|| panic!("the CLI's error names no file: {cli}"));
-    let page = result["cases"]["truncated"]["error"]
-        .as_str()
-        .unwrap_or_default();
+    let page = result["truncated"]["error"].as_str().unwrap_or_default();
     assert!(
         page.contains("truncated.snap") && page.contains(why) && page.contains("truncated"),
         "the viewer's error {page:?} is not the CLI's {why:?}"
     );
 
-    let p = &result["cases"]["pprof"];
+    let p = &result["pprof"];
     assert!(p["error"].is_null(), "pprof refused: {}", p["error"]);
     assert_eq!(p["importer"], 0, "a pprof profile loaded the importer");
 }

@@ -14,8 +14,8 @@
 //! playwright-core (`cargo xtask test` installs both).
 
 use e2e::{
-    assert_same_table, browser_script, go_profile_corpus, page_rows, parse_pprof_top, pprof,
-    target_dir, www,
+    assert_same_table, go_profile_corpus, open_in_viewer, page_rows, parse_pprof_top, pprof,
+    target_dir,
 };
 use std::path::PathBuf;
 
@@ -40,23 +40,18 @@ fn viewer_top_tables_equal_pprof_on_the_parity_corpus() {
             "{needed} is not in the corpus {corpus:?}"
         );
     }
-    let www = www();
-    let mut args = vec![www.into_os_string(), dir.clone().into_os_string()];
     let name = |f: &PathBuf| f.file_name().unwrap().to_string_lossy().replace('.', "_");
-    for f in &files {
-        args.push(format!("{}={}", name(f), f.display()).into());
-    }
-    let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-    let result = browser_script("viewer_import.mjs", &refs, &dir);
-    assert_eq!(
-        result["errors"],
-        serde_json::Value::Array(vec![]),
-        "uncaught errors in the page"
-    );
+    let names: Vec<String> = files.iter().map(name).collect();
+    let cases: Vec<(&str, Vec<&std::path::Path>)> = names
+        .iter()
+        .zip(&files)
+        .map(|(n, f)| (n.as_str(), vec![f.as_path()]))
+        .collect();
+    let result = open_in_viewer(&dir, &cases);
 
     let mut compared = 0;
     for f in &files {
-        let case = &result["cases"][name(f)];
+        let case = &result[name(f)];
         assert!(
             case["error"].is_null(),
             "the viewer refused {}: {}",
