@@ -26,7 +26,7 @@ use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
-use sampler_core::{mappings, HostStack, ProfiledAlloc, Profiler};
+use sampler_core::{lock_stats, mappings, HostStack, ProfiledAlloc, Profiler};
 use tikv_jemallocator::Jemalloc;
 
 /// heapsnap's profiler at the default mean interval with the table sizes its docs give
@@ -321,8 +321,12 @@ fn cpu(clock: libc::clockid_t) -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
-/// Runs `ops` ops of a workload; prints `result NAME OPS WALL_S CPU_S`.
+/// Runs `ops` ops of a workload; prints `result NAME OPS WALL_S CPU_S`, and with the
+/// feature `lock-stats` the workload's heapsnap critical sections:
+/// `locks NAME` then, for sampled allocations and for slow-path frees,
+/// `ENTRIES WAIT_NS MAX_WAIT_NS HOLD_NS MAX_HOLD_NS`.
 fn measure(name: &str, ops: usize, f: impl FnOnce()) {
+    let locks = lock_stats::stats();
     let (w, c) = (Instant::now(), cpu(libc::CLOCK_PROCESS_CPUTIME_ID));
     f();
     let cpu_s = (cpu(libc::CLOCK_PROCESS_CPUTIME_ID) - c).as_secs_f64();
@@ -330,6 +334,21 @@ fn measure(name: &str, ops: usize, f: impl FnOnce()) {
         "result {name} {ops} {:.6} {cpu_s:.6}",
         w.elapsed().as_secs_f64()
     );
+    if cfg!(feature = "lock-stats") {
+        let now = lock_stats::stats();
+        let mut line = format!("locks {name}");
+        for (a, b) in locks.iter().zip(&now) {
+            line += &format!(
+                " {} {} {} {} {}",
+                b.entries - a.entries,
+                b.wait_ns - a.wait_ns,
+                b.max_wait_ns,
+                b.hold_ns - a.hold_ns,
+                b.max_hold_ns
+            );
+        }
+        println!("{line}");
+    }
 }
 
 /// Frames of recursion above `main`'s own (about 8 with the runtime's and libc's) in
@@ -545,6 +564,9 @@ fn write_snapshot<
 struct Run {
     cpu: [f64; 4],
     wall: [f64; 4],
+    /// With `lock-stats`: per workload, the child's `locks` figures (sampled, then free:
+    /// entries, wait ns, max wait ns, hold ns, max hold ns).
+    locks: [Option<[u64; 10]>; 4],
 }
 
 struct Opts {
@@ -597,6 +619,7 @@ fn run_child(exe: &Path, o: &Opts, config: Config, check_symbols: bool) -> Resul
     let mut run = Run {
         cpu: [0.0; 4],
         wall: [0.0; 4],
+        locks: [None; 4],
     };
     let (mut samples, mut full, mut profile) = (None, 0u64, None);
     for l in stdout.lines() {
@@ -613,6 +636,13 @@ fn run_child(exe: &Path, o: &Opts, config: Config, check_symbols: bool) -> Resul
                 };
                 run.cpu[i] = num(ops)? / num(cpu)?;
                 run.wall[i] = num(ops)? / num(wall)?;
+            }
+            ["locks", name, v @ ..] => {
+                let i = WORKLOADS.iter().position(|w| w == name);
+                let v: Vec<u64> = v.iter().filter_map(|x| x.parse().ok()).collect();
+                if let (Some(i), Ok(v)) = (i, <[u64; 10]>::try_from(v)) {
+                    run.locks[i] = Some(v);
+                }
             }
             ["samples", n] => samples = n.parse::<u64>().ok(),
             ["table-full", n] => full = n.parse().unwrap_or(0),
@@ -865,6 +895,36 @@ fn parent(o: &Opts) -> Result<(), String> {
             .collect::<Vec<_>>()
             .join("; ")
     );
+    // With `lock-stats`: heapsnap's slow-path critical sections, median over the runs.
+    for (c, config) in configs.iter().enumerate() {
+        for (w, name) in WORKLOADS.iter().enumerate() {
+            let v: Vec<[u64; 10]> = runs[c].iter().filter_map(|r| r.locks[w]).collect();
+            if v.is_empty() || v.iter().all(|l| l[0] + l[5] == 0) {
+                continue;
+            }
+            let m = |k: usize| median(&v.iter().map(|l| l[k] as f64).collect::<Vec<_>>());
+            let per = |sum: usize, n: usize| m(sum) / m(n).max(1.0) / 1000.0;
+            println!(
+                "lock {} {name}: sampled {:.0} sections, wait {:.2} ms ({:.1} us each, max {:.0} us), \
+                 hold {:.2} ms ({:.1} us each, max {:.0} us); free {:.0} sections, wait {:.2} ms \
+                 ({:.1} us each, max {:.0} us), hold {:.2} ms (max {:.0} us)",
+                config.name(),
+                m(0),
+                m(1) / 1e6,
+                per(1, 0),
+                m(2) / 1e3,
+                m(3) / 1e6,
+                per(3, 0),
+                m(4) / 1e3,
+                m(5),
+                m(6) / 1e6,
+                per(6, 5),
+                m(7) / 1e3,
+                m(8) / 1e6,
+                m(9) / 1e3,
+            );
+        }
+    }
     if !o.short {
         // Three processes each, the median of their p50s and of their p99s.
         let mut line = String::new();
