@@ -17,6 +17,9 @@
 //! ```sh
 //! bench-peers [--short] [--runs N] [--out DIR] [--heapsnap PATH] [--guard]
 //! ```
+//!
+//! Built with `--features lock-stats` it also prints, per workload, how long heapsnap's
+//! sampled allocations and sampled frees waited for the profiler's lock and held it.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
@@ -321,18 +324,36 @@ fn cpu(clock: libc::clockid_t) -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
-/// Runs `ops` ops of a workload; prints `result NAME OPS WALL_S CPU_S`, and with the
+/// The process's context switches so far, voluntary (a thread blocked: on the 4-thread
+/// pipe, a full or empty channel) and involuntary (preempted), every thread's.
+fn context_switches() -> (u64, u64) {
+    // SAFETY: getrusage writes into the zeroed struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_SELF sums every thread of the process.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    (ru.ru_nvcsw as u64, ru.ru_nivcsw as u64)
+}
+
+/// Runs `ops` ops of a workload; prints `result NAME OPS WALL_S CPU_S`,
+/// `switches NAME VOLUNTARY INVOLUNTARY` (the workload's context switches), and with the
 /// feature `lock-stats` the workload's heapsnap critical sections:
 /// `locks NAME` then, for sampled allocations and for slow-path frees,
 /// `ENTRIES WAIT_NS MAX_WAIT_NS HOLD_NS MAX_HOLD_NS`.
 fn measure(name: &str, ops: usize, f: impl FnOnce()) {
     let locks = lock_stats::stats();
+    let switches = context_switches();
     let (w, c) = (Instant::now(), cpu(libc::CLOCK_PROCESS_CPUTIME_ID));
     f();
     let cpu_s = (cpu(libc::CLOCK_PROCESS_CPUTIME_ID) - c).as_secs_f64();
+    let (vol, invol) = context_switches();
     println!(
         "result {name} {ops} {:.6} {cpu_s:.6}",
         w.elapsed().as_secs_f64()
+    );
+    println!(
+        "switches {name} {} {}",
+        vol - switches.0,
+        invol - switches.1
     );
     if cfg!(feature = "lock-stats") {
         let now = lock_stats::stats();
@@ -567,6 +588,8 @@ struct Run {
     /// With `lock-stats`: per workload, the child's `locks` figures (sampled, then free:
     /// entries, wait ns, max wait ns, hold ns, max hold ns).
     locks: [Option<[u64; 10]>; 4],
+    /// Per workload, the child's context switches (voluntary, involuntary).
+    switches: [(u64, u64); 4],
 }
 
 struct Opts {
@@ -620,6 +643,7 @@ fn run_child(exe: &Path, o: &Opts, config: Config, check_symbols: bool) -> Resul
         cpu: [0.0; 4],
         wall: [0.0; 4],
         locks: [None; 4],
+        switches: [(0, 0); 4],
     };
     let (mut samples, mut full, mut profile) = (None, 0u64, None);
     for l in stdout.lines() {
@@ -642,6 +666,11 @@ fn run_child(exe: &Path, o: &Opts, config: Config, check_symbols: bool) -> Resul
                 let v: Vec<u64> = v.iter().filter_map(|x| x.parse().ok()).collect();
                 if let (Some(i), Ok(v)) = (i, <[u64; 10]>::try_from(v)) {
                     run.locks[i] = Some(v);
+                }
+            }
+            ["switches", name, v, i] => {
+                if let Some(w) = WORKLOADS.iter().position(|w| w == name) {
+                    run.switches[w] = (v.parse().unwrap_or(0), i.parse().unwrap_or(0));
                 }
             }
             ["samples", n] => samples = n.parse::<u64>().ok(),
@@ -895,6 +924,30 @@ fn parent(o: &Opts) -> Result<(), String> {
             .collect::<Vec<_>>()
             .join("; ")
     );
+    // The 4-thread pipe's CPU time per message follows how often its threads block
+    // (a full or empty channel: a futex wait, a wake-up, a context switch), which
+    // the scheduler decides; each run's ops/s beside its switches shows it.
+    let pipe = 2;
+    let ops = (PIPE_MSGS / if o.short { 5 } else { 1 }) as f64;
+    println!(
+        "\npipe-4-threads, per run (rounds in order): CPU ops/s and context switches per 1000 \
+         messages (voluntary/involuntary)"
+    );
+    for (c, config) in configs.iter().enumerate() {
+        let cells: Vec<String> = runs[c]
+            .iter()
+            .map(|r| {
+                let (v, i) = r.switches[pipe];
+                format!(
+                    "{:.0} {:.1}/{:.1}",
+                    r.cpu[pipe],
+                    v as f64 * 1000.0 / ops,
+                    i as f64 * 1000.0 / ops
+                )
+            })
+            .collect();
+        println!("  {:<20} {}", config.name(), cells.join("; "));
+    }
     // With `lock-stats`: heapsnap's slow-path critical sections, median over the runs.
     for (c, config) in configs.iter().enumerate() {
         for (w, name) in WORKLOADS.iter().enumerate() {
