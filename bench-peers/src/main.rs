@@ -948,7 +948,8 @@ fn parent(o: &Opts) -> Result<(), String> {
             .collect();
         println!("  {:<20} {}", config.name(), cells.join("; "));
     }
-    // With `lock-stats`: heapsnap's slow-path critical sections, median over the runs.
+    // With `lock-stats`: heapsnap's slow-path critical sections, medians over the runs
+    // (a run's longest wait or hold: the longest of all runs).
     for (c, config) in configs.iter().enumerate() {
         for (w, name) in WORKLOADS.iter().enumerate() {
             let v: Vec<[u64; 10]> = runs[c].iter().filter_map(|r| r.locks[w]).collect();
@@ -957,24 +958,29 @@ fn parent(o: &Opts) -> Result<(), String> {
             }
             let m = |k: usize| median(&v.iter().map(|l| l[k] as f64).collect::<Vec<_>>());
             let per = |sum: usize, n: usize| m(sum) / m(n).max(1.0) / 1000.0;
+            // Longest single wait or hold: the most over the runs.
+            let most = |k: usize| v.iter().map(|l| l[k]).max().unwrap_or(0) as f64;
+            // The worst run's total wait, both paths: what a stalled run would show.
+            let worst = v.iter().map(|l| l[1] + l[6]).max().unwrap_or(0) as f64 / 1e6;
             println!(
                 "lock {} {name}: sampled {:.0} sections, wait {:.2} ms ({:.1} us each, max {:.0} us), \
                  hold {:.2} ms ({:.1} us each, max {:.0} us); free {:.0} sections, wait {:.2} ms \
-                 ({:.1} us each, max {:.0} us), hold {:.2} ms (max {:.0} us)",
+                 ({:.1} us each, max {:.0} us), hold {:.2} ms (max {:.0} us); the worst run \
+                 waited {worst:.2} ms in all",
                 config.name(),
                 m(0),
                 m(1) / 1e6,
                 per(1, 0),
-                m(2) / 1e3,
+                most(2) / 1e3,
                 m(3) / 1e6,
                 per(3, 0),
-                m(4) / 1e3,
+                most(4) / 1e3,
                 m(5),
                 m(6) / 1e6,
                 per(6, 5),
-                m(7) / 1e3,
+                most(7) / 1e3,
                 m(8) / 1e6,
-                m(9) / 1e3,
+                most(9) / 1e3,
             );
         }
     }
