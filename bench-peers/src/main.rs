@@ -17,6 +17,9 @@
 //! ```sh
 //! bench-peers [--short] [--runs N] [--out DIR] [--heapsnap PATH] [--guard]
 //! ```
+//!
+//! Built with `--features lock-stats` it also prints, per workload, how long heapsnap's
+//! sampled allocations and sampled frees waited for the profiler's lock and held it.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
@@ -26,7 +29,7 @@ use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
-use sampler_core::{mappings, HostStack, ProfiledAlloc, Profiler};
+use sampler_core::{lock_stats, mappings, HostStack, ProfiledAlloc, Profiler};
 use tikv_jemallocator::Jemalloc;
 
 /// heapsnap's profiler at the default mean interval with the table sizes its docs give
@@ -321,15 +324,52 @@ fn cpu(clock: libc::clockid_t) -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
-/// Runs `ops` ops of a workload; prints `result NAME OPS WALL_S CPU_S`.
+/// The process's context switches so far, voluntary (a thread blocked: on the 4-thread
+/// pipe, a full or empty channel) and involuntary (preempted), every thread's.
+fn context_switches() -> (u64, u64) {
+    // SAFETY: getrusage writes into the zeroed struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_SELF sums every thread of the process.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    (ru.ru_nvcsw as u64, ru.ru_nivcsw as u64)
+}
+
+/// Runs `ops` ops of a workload; prints `result NAME OPS WALL_S CPU_S`,
+/// `switches NAME VOLUNTARY INVOLUNTARY` (the workload's context switches), and with the
+/// feature `lock-stats` the workload's heapsnap critical sections:
+/// `locks NAME` then, for sampled allocations and for slow-path frees,
+/// `ENTRIES WAIT_NS MAX_WAIT_NS HOLD_NS MAX_HOLD_NS`.
 fn measure(name: &str, ops: usize, f: impl FnOnce()) {
+    let locks = lock_stats::stats();
+    let switches = context_switches();
     let (w, c) = (Instant::now(), cpu(libc::CLOCK_PROCESS_CPUTIME_ID));
     f();
     let cpu_s = (cpu(libc::CLOCK_PROCESS_CPUTIME_ID) - c).as_secs_f64();
+    let (vol, invol) = context_switches();
     println!(
         "result {name} {ops} {:.6} {cpu_s:.6}",
         w.elapsed().as_secs_f64()
     );
+    println!(
+        "switches {name} {} {}",
+        vol - switches.0,
+        invol - switches.1
+    );
+    if cfg!(feature = "lock-stats") {
+        let now = lock_stats::stats();
+        let mut line = format!("locks {name}");
+        for (a, b) in locks.iter().zip(&now) {
+            line += &format!(
+                " {} {} {} {} {}",
+                b.entries - a.entries,
+                b.wait_ns - a.wait_ns,
+                b.max_wait_ns,
+                b.hold_ns - a.hold_ns,
+                b.max_hold_ns
+            );
+        }
+        println!("{line}");
+    }
 }
 
 /// Frames of recursion above `main`'s own (about 8 with the runtime's and libc's) in
@@ -545,6 +585,11 @@ fn write_snapshot<
 struct Run {
     cpu: [f64; 4],
     wall: [f64; 4],
+    /// With `lock-stats`: per workload, the child's `locks` figures (sampled, then free:
+    /// entries, wait ns, max wait ns, hold ns, max hold ns).
+    locks: [Option<[u64; 10]>; 4],
+    /// Per workload, the child's context switches (voluntary, involuntary).
+    switches: [(u64, u64); 4],
 }
 
 struct Opts {
@@ -597,6 +642,8 @@ fn run_child(exe: &Path, o: &Opts, config: Config, check_symbols: bool) -> Resul
     let mut run = Run {
         cpu: [0.0; 4],
         wall: [0.0; 4],
+        locks: [None; 4],
+        switches: [(0, 0); 4],
     };
     let (mut samples, mut full, mut profile) = (None, 0u64, None);
     for l in stdout.lines() {
@@ -613,6 +660,18 @@ fn run_child(exe: &Path, o: &Opts, config: Config, check_symbols: bool) -> Resul
                 };
                 run.cpu[i] = num(ops)? / num(cpu)?;
                 run.wall[i] = num(ops)? / num(wall)?;
+            }
+            ["locks", name, v @ ..] => {
+                let i = WORKLOADS.iter().position(|w| w == name);
+                let v: Vec<u64> = v.iter().filter_map(|x| x.parse().ok()).collect();
+                if let (Some(i), Ok(v)) = (i, <[u64; 10]>::try_from(v)) {
+                    run.locks[i] = Some(v);
+                }
+            }
+            ["switches", name, v, i] => {
+                if let Some(w) = WORKLOADS.iter().position(|w| w == name) {
+                    run.switches[w] = (v.parse().unwrap_or(0), i.parse().unwrap_or(0));
+                }
             }
             ["samples", n] => samples = n.parse::<u64>().ok(),
             ["table-full", n] => full = n.parse().unwrap_or(0),
@@ -865,6 +924,66 @@ fn parent(o: &Opts) -> Result<(), String> {
             .collect::<Vec<_>>()
             .join("; ")
     );
+    // The 4-thread pipe's CPU time per message follows how often its threads block
+    // (a full or empty channel: a futex wait, a wake-up, a context switch), which
+    // the scheduler decides; each run's ops/s beside its switches shows it.
+    let pipe = 2;
+    let ops = (PIPE_MSGS / if o.short { 5 } else { 1 }) as f64;
+    println!(
+        "\npipe-4-threads, per run (rounds in order): CPU ops/s and context switches per 1000 \
+         messages (voluntary/involuntary)"
+    );
+    for (c, config) in configs.iter().enumerate() {
+        let cells: Vec<String> = runs[c]
+            .iter()
+            .map(|r| {
+                let (v, i) = r.switches[pipe];
+                format!(
+                    "{:.0} {:.1}/{:.1}",
+                    r.cpu[pipe],
+                    v as f64 * 1000.0 / ops,
+                    i as f64 * 1000.0 / ops
+                )
+            })
+            .collect();
+        println!("  {:<20} {}", config.name(), cells.join("; "));
+    }
+    // With `lock-stats`: heapsnap's slow-path critical sections, medians over the runs
+    // (a run's longest wait or hold: the longest of all runs).
+    for (c, config) in configs.iter().enumerate() {
+        for (w, name) in WORKLOADS.iter().enumerate() {
+            let v: Vec<[u64; 10]> = runs[c].iter().filter_map(|r| r.locks[w]).collect();
+            if v.is_empty() || v.iter().all(|l| l[0] + l[5] == 0) {
+                continue;
+            }
+            let m = |k: usize| median(&v.iter().map(|l| l[k] as f64).collect::<Vec<_>>());
+            let per = |sum: usize, n: usize| m(sum) / m(n).max(1.0) / 1000.0;
+            // Longest single wait or hold: the most over the runs.
+            let most = |k: usize| v.iter().map(|l| l[k]).max().unwrap_or(0) as f64;
+            // The worst run's total wait, both paths: what a stalled run would show.
+            let worst = v.iter().map(|l| l[1] + l[6]).max().unwrap_or(0) as f64 / 1e6;
+            println!(
+                "lock {} {name}: sampled {:.0} sections, wait {:.2} ms ({:.1} us each, max {:.0} us), \
+                 hold {:.2} ms ({:.1} us each, max {:.0} us); free {:.0} sections, wait {:.2} ms \
+                 ({:.1} us each, max {:.0} us), hold {:.2} ms (max {:.0} us); the worst run \
+                 waited {worst:.2} ms in all",
+                config.name(),
+                m(0),
+                m(1) / 1e6,
+                per(1, 0),
+                most(2) / 1e3,
+                m(3) / 1e6,
+                per(3, 0),
+                most(4) / 1e3,
+                m(5),
+                m(6) / 1e6,
+                per(6, 5),
+                most(7) / 1e3,
+                m(8) / 1e6,
+                most(9) / 1e3,
+            );
+        }
+    }
     if !o.short {
         // Three processes each, the median of their p50s and of their p99s.
         let mut line = String::new();

@@ -44,6 +44,7 @@ mod counters;
     all(feature = "riscv-rt", target_arch = "riscv64", target_os = "none")
 ))]
 mod firmware_id;
+pub mod lock_stats;
 pub mod mailbox;
 #[cfg(all(feature = "std", target_os = "linux"))]
 pub mod mappings;

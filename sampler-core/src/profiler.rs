@@ -12,6 +12,7 @@ use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use critical_section::Mutex;
 
 use crate::counters::Tally;
+use crate::lock_stats;
 use crate::sampler::{countdown_start, Countdown, IntervalRng};
 use crate::stack::StackSource;
 use crate::tables::{Full, Tables};
@@ -250,7 +251,7 @@ impl<
     ) -> Recorded {
         let marker = 0u8;
         let boundary = core::hint::black_box(core::ptr::addr_of!(marker)) as usize;
-        critical_section::with(|cs| {
+        lock_stats::with(lock_stats::Path::Sampled, |cs| {
             let Ok(mut g) = self.locked.borrow(cs).try_borrow_mut() else {
                 // Re-entered (the stack source, an interrupt or a sink allocated while
                 // we hold the tables): count, don't recurse. The countdown stays ≤ 0,
@@ -300,7 +301,7 @@ impl<
     #[cold]
     #[inline(never)]
     fn free_slow(&self, addr: usize) {
-        critical_section::with(|cs| {
+        lock_stats::with(lock_stats::Path::Free, |cs| {
             let Ok(mut g) = self.locked.borrow(cs).try_borrow_mut() else {
                 let r = self.reentrant.borrow(cs);
                 r.set(r.get().wrapping_add(1));
