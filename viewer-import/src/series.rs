@@ -16,7 +16,7 @@ use heapsnap_profile::profile::{Mapping, Profile};
 use heapsnap_symbolize::{snapshot_profile, Elf, Resolver};
 use prost::Message;
 use sampler_core::decoded::Snapshot;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use wasm_bindgen::prelude::wasm_bindgen;
@@ -117,36 +117,36 @@ impl SeriesReader {
             &self.limits,
         )
         .map_err(|e| e.to_string())?;
-        let points: Vec<Value> = self
-            .outline
-            .rows
-            .iter()
-            .map(|row| {
-                let p = &row.point;
-                let drops: serde_json::Map<String, Value> = p
-                    .drops
-                    .iter()
-                    .map(|(n, v)| ((*n).to_owned(), json!(v)))
-                    .collect();
-                json!({
-                    "name": row.name,
-                    "offset": row.offset,
-                    "cycle": p.cycle,
-                    "time": p.timestamp.map(|t| t.seconds()),
-                    "bytes": p.in_use.map(|u| u.bytes),
-                    "objects": p.in_use.map(|u| u.objects),
-                    "exact": p.in_use.is_some_and(|u| u.exact),
-                    "drops": drops,
-                })
-            })
-            .collect();
-        let bad: Vec<Value> = self
-            .outline
-            .bad
-            .iter()
-            .map(|b| json!({ "name": b.name, "offset": b.offset, "len": b.len, "error": b.error }))
-            .collect();
-        Ok(json!({ "frames": self.outline.frames, "points": points, "bad": bad }).to_string())
+        // Written as it goes (no tree of values for 10,000 points).
+        let o = &self.outline;
+        let mut out = Vec::with_capacity(o.rows.len() * 160 + o.bad.len() * 200 + 64);
+        put(&mut out, "{", "frames", &o.frames);
+        out.extend_from_slice(b",\"points\":[");
+        for (i, row) in o.rows.iter().enumerate() {
+            let p = &row.point;
+            put(&mut out, if i == 0 { "{" } else { ",{" }, "name", &row.name);
+            put(&mut out, ",", "offset", &row.offset);
+            put(&mut out, ",", "cycle", &p.cycle);
+            put(&mut out, ",", "time", &p.timestamp.map(|t| t.seconds()));
+            put(&mut out, ",", "bytes", &p.in_use.map(|u| u.bytes));
+            put(&mut out, ",", "objects", &p.in_use.map(|u| u.objects));
+            put(&mut out, ",", "exact", &p.in_use.is_some_and(|u| u.exact));
+            out.extend_from_slice(b",\"drops\":{");
+            for (k, (name, v)) in p.drops.iter().enumerate() {
+                put(&mut out, if k == 0 { "" } else { "," }, name, v);
+            }
+            out.extend_from_slice(b"}}");
+        }
+        out.extend_from_slice(b"],\"bad\":[");
+        for (i, b) in o.bad.iter().enumerate() {
+            put(&mut out, if i == 0 { "{" } else { ",{" }, "name", &b.name);
+            put(&mut out, ",", "offset", &b.offset);
+            put(&mut out, ",", "len", &b.len);
+            put(&mut out, ",", "error", &b.error);
+            out.push(b'}');
+        }
+        out.extend_from_slice(b"]}");
+        String::from_utf8(out).map_err(|e| e.to_string())
     }
 
     /// The point `index` as a pprof protobuf (not gzipped), symbolized with the ELFs
@@ -270,6 +270,15 @@ impl SeriesReader {
             Input::Profile(p) => Ok(p),
         }
     }
+}
+
+/// Appends `SEP"KEY":VALUE` to the JSON being written.
+fn put<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, sep: &str, key: &str, value: &T) {
+    out.extend_from_slice(sep.as_bytes());
+    // Neither can fail: a string key and a value of plain data into memory.
+    let _ = serde_json::to_writer(&mut *out, key);
+    out.push(b':');
+    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 fn parse_elves(elves: &[(String, Vec<u8>)]) -> Result<Vec<Elf>, String> {
