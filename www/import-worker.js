@@ -70,7 +70,7 @@ self.onmessage = async (e) => {
     phases.wasm = performance.now() - started;
     const importer = new Importer();
     if (many) {
-      await manyFiles(name, beside, importer);
+      await manyFiles(beside, importer);
       return;
     }
     // The format decides from the head: a pprof file goes back to the viewer's own
@@ -108,7 +108,7 @@ self.onmessage = async (e) => {
 
 // Three files or more (the ELFs among them set aside) as one series; fewer: `pprof`
 // (null to the page), which reads them one by one as usual.
-async function manyFiles(name, files, importer) {
+async function manyFiles(files, importer) {
   const elves = [];
   const inputs = [];
   for (const file of files) {
@@ -130,7 +130,7 @@ async function manyFiles(name, files, importer) {
     read.push([file.name, await bytesOf(file, file.name, ['input-size', importer.input_limit()])]);
   }
   phases.read = performance.now() - reading;
-  await series(name, read, elves, 'series', true);
+  await series(`${read.length} files`, read, elves, 'series', true);
 }
 
 function isElf(b) {
@@ -162,6 +162,7 @@ async function series(name, files, elves, format, many = false) {
   }
   phases.decode = performance.now() - decoding;
   summary.phases = phases;
+  summary.name = name;
   if (summary.points.length < 2) {
     reader.free();
     return false;

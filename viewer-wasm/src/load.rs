@@ -502,7 +502,7 @@ export function import_file(input, name, beside, whole, many) {
         // A capture read as a series: the chart first; the worker stays with it and
         // hands back what is not the chart's (the last frame, an error).
         series = import(new URL('series.js', document.baseURI).href);
-        series.then((s) => s.open(worker, m.series, name, answer)).catch(() => {});
+        series.then((s) => s.open(worker, m.series, m.series.name || name, answer)).catch(() => {});
         return;
       }
       done();
@@ -522,7 +522,6 @@ export function import_file(input, name, beside, whole, many) {
       done();
       reject(new Error(`the importer failed (${e.message || 'it did not load'}); is www/pkg/viewer_import.js built?`));
     };
-    if (many) name = `${beside.length} files`;
     worker.postMessage({ input, name, beside, whole, many });
   });
 }
