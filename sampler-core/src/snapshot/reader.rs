@@ -1050,7 +1050,7 @@ mod detail_tests {
         twice.stacks[1].id = 7;
         twice.stacks.push(Stack {
             id: 2,
-            frames: vec![0xFFFF_FFFF_FF],
+            frames: vec![0x00FF_FFFF_FFFF],
         });
         let mut unknown = good();
         unknown.buckets[1].stack_id = 9;

@@ -374,8 +374,8 @@ enum At {
         frames: usize,
         bad: usize,
     },
-    /// A whole file (a snapshot or profile), read.
-    Whole(Input),
+    /// A whole file (a snapshot or profile), read (boxed: a frame's place is small).
+    Whole(Box<Input>),
 }
 
 /// Reads files as one series for a chart, as [`read_series`] reads them (the same
@@ -398,7 +398,7 @@ pub fn outline<'a>(
                 offset: None,
                 point: point(&input),
             });
-            o.at.push(At::Whole(input));
+            o.at.push(At::Whole(Box::new(input)));
             continue;
         }
         capture = true;
@@ -455,16 +455,16 @@ impl Outline {
         index: usize,
         files: &[B],
     ) -> Result<Cow<'s, Input>, SeriesError> {
-        let (row, at) = self
-            .rows
-            .get(index)
-            .zip(self.at.get(index))
-            .ok_or_else(|| SeriesError::NoPoint {
-                index,
-                points: self.rows.len(),
-            })?;
+        let (row, at) =
+            self.rows
+                .get(index)
+                .zip(self.at.get(index))
+                .ok_or(SeriesError::NoPoint {
+                    index,
+                    points: self.rows.len(),
+                })?;
         match at {
-            At::Whole(input) => Ok(Cow::Borrowed(input)),
+            At::Whole(input) => Ok(Cow::Borrowed(&**input)),
             At::Frame {
                 file,
                 len,
