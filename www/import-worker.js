@@ -8,6 +8,8 @@
 // A serial capture with several good frames is the exception: it is read as a series
 // (`SeriesReader`), answered with its last frame and the series' points, and the
 // worker stays alive for the chart (www/series.js), which asks it for other frames.
+// So are three snapshot or profile files (or more) opened together (`many`: the files
+// `beside`), ordered as the CLI's `timeline FILES…` orders them.
 // See viewer-wasm/src/load.rs.
 import init, { Importer, SeriesReader, sniff_len } from './pkg/viewer_import.js';
 
@@ -61,12 +63,16 @@ async function bytesOf(blob, what, [limitName, limit], head = Infinity) {
 const phases = {};
 
 self.onmessage = async (e) => {
-  const { input, name, beside, whole } = e.data;
+  const { input, name, beside, whole, many } = e.data;
   try {
     const started = performance.now();
     await init();
     phases.wasm = performance.now() - started;
     const importer = new Importer();
+    if (many) {
+      await manyFiles(beside, importer);
+      return;
+    }
     // The format decides from the head: a pprof file goes back to the viewer's own
     // decoder (and its message) without being read here, unless the viewer asks for
     // the whole-file decoder's verdict (`whole`: what its stream cannot name).
@@ -77,7 +83,6 @@ self.onmessage = async (e) => {
       return;
     }
     // An ELF symbolizes the snapshots beside it, and is no profile itself.
-    const isElf = (b) => b[0] === 0x7f && b[1] === 0x45 && b[2] === 0x4c && b[3] === 0x46;
     if (isElf(head)) {
       self.postMessage({ elf: true });
       return;
@@ -92,7 +97,7 @@ self.onmessage = async (e) => {
     const reading = performance.now();
     const bytes = await bytesOf(input, name, ['input-size', importer.input_limit()]);
     phases.read = performance.now() - reading;
-    if (SeriesReader.is_capture(head) && await series(name, bytes, elves, format)) return;
+    if (SeriesReader.is_capture(head) && await series(name, [[name, bytes]], elves, format)) return;
     for (const [n, b] of elves) importer.add_elf(n, b);
     const profile = importer.convert(bytes);
     self.postMessage({ profile, format }, [profile.buffer]);
@@ -101,23 +106,63 @@ self.onmessage = async (e) => {
   }
 };
 
-// A capture as a series: answers with the points (the chart), then its last good frame
-// (the views), then keeps answering the chart's requests until it is ended.
-// False (nothing posted) when the capture has fewer than two good frames: the plain
-// path shows it as its last snapshot, with its message.
-async function series(name, bytes, elves, format) {
+// Three files or more (the ELFs among them set aside) as one series; fewer: `pprof`
+// (null to the page), which reads them one by one as usual.
+async function manyFiles(files, importer) {
+  const elves = [];
+  const inputs = [];
+  for (const file of files) {
+    if (isElf(new Uint8Array(await file.slice(0, 4).arrayBuffer()))) {
+      progress(`reading ${file.name} (${MB(file.size)})`);
+      elves.push([file.name, await bytesOf(file, file.name, ['elf-size', importer.elf_limit()])]);
+    } else {
+      inputs.push(file);
+    }
+  }
+  if (inputs.length < 3) {
+    self.postMessage({ pprof: true });
+    return;
+  }
+  const reading = performance.now();
+  const read = [];
+  for (const file of inputs) {
+    progress(`reading ${file.name} (${MB(file.size)})`);
+    read.push([file.name, await bytesOf(file, file.name, ['input-size', importer.input_limit()])]);
+  }
+  phases.read = performance.now() - reading;
+  await series(`${read.length} files`, read, elves, 'series', true);
+}
+
+function isElf(b) {
+  return b[0] === 0x7f && b[1] === 0x45 && b[2] === 0x4c && b[3] === 0x46;
+}
+
+// Files as a series (a capture, or `many` files): answers with the points (the chart),
+// then its last good point (the views), then keeps answering the chart's requests until
+// it is ended. False (nothing posted) when a capture has fewer than two good frames: the
+// plain path shows it as its last snapshot, with its message. Files that are not a
+// series (`many`) are an error naming the file.
+async function series(name, files, elves, format, many = false) {
   const reader = new SeriesReader();
+  const parsing = performance.now();
   for (const [n, b] of elves) {
     progress(`parsing ${n}`);
     reader.add_elf(n, b);
   }
-  reader.add_file(name, bytes);
+  phases.elf = performance.now() - parsing;
+  for (const [n, b] of files) reader.add_file(n, b);
   progress(`decoding the frames of ${name}`);
   let summary;
   const decoding = performance.now();
-  try { summary = JSON.parse(reader.read()); } catch (_) { summary = { points: [] }; }
+  try {
+    summary = JSON.parse(reader.read());
+  } catch (err) {
+    if (many) throw err;
+    summary = { points: [] };
+  }
   phases.decode = performance.now() - decoding;
   summary.phases = phases;
+  summary.name = name;
   if (summary.points.length < 2) {
     reader.free();
     return false;

@@ -97,6 +97,23 @@ function fileOf(profile, i, when) {
   return new File([profile], `${S.summary.points[i].name}.pb`, { lastModified: when });
 }
 
+/// Says why files opened together could not be read as a series (there is no chart to
+/// show: the message stands where it would be).
+export function fail(message) {
+  close();
+  const r = root();
+  r.hidden = false;
+  r.replaceChildren(el('div', { class: 'series-error', role: 'alert', 'data-testid': 'series-error' }, message));
+}
+
+/// Opens `profile`, the last point's (the worker's first answer), in the views below,
+/// as a click on it does: the page's own file input reads it.
+export function openLast(profile) {
+  if (!S) return;
+  opening = true;
+  try { openFiles([fileOf(profile, S.summary.points.length - 1, 2)]); } finally { opening = false; }
+}
+
 async function show(i) {
   S.shown = [i];
   S.error = null;

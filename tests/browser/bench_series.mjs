@@ -152,7 +152,7 @@ const ms = (v) => `${v.toFixed(0)} ms`;
 console.log(`heap over time: ${FRAMES} snapshots (${(captureSize / 1048576).toFixed(1)} MB capture) + ${path.basename(elf)}, medians of ${RUNS} runs`);
 console.log(`  file chosen → chart drawn          ${ms(result.median.chart)}   (target ≤ 1000 ms)`);
 const ph = runs[Math.floor(RUNS / 2)].phases || {};
-console.log(`    in the importer's worker: wasm started ${ms(ph.wasm ?? NaN)}, capture read ${ms(ph.read ?? NaN)}, frames decoded ${ms(ph.decode ?? NaN)}`);
+console.log(`    in the importer's worker: wasm started ${ms(ph.wasm ?? NaN)}, capture read ${ms(ph.read ?? NaN)}, ELF parsed ${ms(ph.elf ?? NaN)}, frames decoded ${ms(ph.decode ?? NaN)}`);
 console.log(`  file chosen → growing areas drawn  ${ms(result.median.areas)}`);
 console.log(`  file chosen → last point's flame   ${ms(result.median.firstFlame)}`);
 console.log(`  click → that point's flame         ${ms(result.median.click)}`);

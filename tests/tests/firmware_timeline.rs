@@ -554,3 +554,76 @@ fn the_viewer_charts_a_capture_and_shows_its_points_and_their_diff() {
     assert_eq!(r["closed"], true, "{r}");
     assert_eq!(r["linkPoints"], cap.offsets.len(), "{r}");
 }
+
+#[test]
+fn the_viewer_charts_snapshot_files_opened_together_as_timeline_does() {
+    let out = firmware_out();
+    let elf = out.join(ELF_NAME);
+    let snaps = e2e::firmware_snapshots(&out);
+    assert!(snaps.len() >= 3, "{snaps:?}");
+    let dir = target_dir().join("firmware-timeline/viewer-files");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let www = e2e::www();
+    // Given newest first: the series is in cycle order, as `timeline FILES…` orders it.
+    let mut given = snaps.clone();
+    given.reverse();
+    let mut args = vec![www.as_os_str(), dir.as_os_str(), elf.as_os_str()];
+    args.extend(given.iter().map(|p| p.as_os_str()));
+    let r = e2e::browser_script("viewer_series_files.mjs", &args, &dir);
+    assert_eq!(
+        r["errors"],
+        serde_json::json!([]),
+        "errors in the page: {r}"
+    );
+
+    let given: Vec<&str> = given.iter().map(|p| p.to_str().unwrap()).collect();
+    let csv = run(Command::new(heapsnap())
+        .args(["timeline", "--format", "csv"])
+        .args(&given));
+    // (name, cycle, in-use bytes) per row (plain files: no offset).
+    let rows: Vec<(&str, u64, i64)> = csv
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[1], f[3].parse().unwrap(), f[4].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(r["points"], rows.len(), "{r}");
+    let head = r["head"].as_str().unwrap();
+    assert!(
+        head.contains(&format!("{n} files: {n} snapshots", n = rows.len())),
+        "{head}"
+    );
+    // Point by point: the file `timeline` lists there, and its in-use bytes.
+    let tips = r["tips"].as_array().unwrap();
+    for (i, (name, cycle, bytes)) in rows.iter().enumerate() {
+        let tip = tips[i].as_str().unwrap();
+        let file = Path::new(name).file_name().unwrap().to_str().unwrap();
+        let rest = tip.strip_prefix(&format!("#{i} {file} (cycle {cycle}"));
+        assert!(
+            rest.is_some_and(|r| r.starts_with(')') || r.starts_with(',')),
+            "point {i}: {tip}"
+        );
+        assert_eq!(tip_bytes(&tips[i]), *bytes, "point {i}: {tip}");
+    }
+    // In cycle order, which is the files' name order here.
+    let cycles: Vec<u64> = rows.iter().map(|r| r.1).collect();
+    assert!(cycles.windows(2).all(|w| w[0] < w[1]), "{csv}");
+    // Opens on the last point: pprof's table of that file converted with the ELF.
+    let last = rows.len() - 1;
+    assert_eq!(r["selected"], serde_json::json!([last]), "{r}");
+    let file = Path::new(rows[last].0)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap();
+    assert!(r["status"].as_str().unwrap().contains(file), "{r}");
+    let theirs = pprof_rows(rows[last].0, None, &elf, &dir);
+    e2e::assert_same_table("last", &e2e::page_rows(&r["rows"]), &theirs);
+    // The areas: `timeline`'s growing functions (none may have failed).
+    assert_eq!(r["legendError"], serde_json::Value::Null, "{r}");
+    assert!(!r["legend"].as_array().unwrap().is_empty(), "{r}");
+}

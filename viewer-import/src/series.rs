@@ -1,20 +1,23 @@
-//! The heap over time in the browser: a serial capture read as one series by the
-//! library `heapsnap timeline` uses ([`heapsnap_profile::import::series`]), for the
-//! page's chart (`www/series.js`). (The reader takes several files as `timeline` does;
-//! the page hands it one capture.)
+//! The heap over time in the browser: a serial capture (or several snapshot and
+//! profile files) read as one series by the library `heapsnap timeline` uses
+//! ([`heapsnap_profile::import::series`]), for the page's chart (`www/series.js`).
 //!
-//! The worker that reads a series stays alive while its chart is shown: the decoded
-//! frames and the ELF stay here, so a click on a point only converts that frame.
+//! The chart needs only each point's totals: a capture's frames are decoded for them
+//! alone ([`series::outline`]), and a point is decoded in full when it is shown or its
+//! areas are computed. The worker that reads a series stays alive while its chart is
+//! shown: the files' bytes and the ELF stay here, so a click on a point only decodes
+//! and converts that frame.
 
 use heapsnap_profile::analysis::{flat_of, growth};
-use heapsnap_profile::import::series::{self, Series};
+use heapsnap_profile::import::series::{self, Outline};
 use heapsnap_profile::import::{to_profile_limited, Input, Resolved, Symbols};
 use heapsnap_profile::limits::{Budget, Limits};
 use heapsnap_profile::profile::{Mapping, Profile};
 use heapsnap_symbolize::{snapshot_profile, Elf, Resolver};
 use prost::Message;
 use sampler_core::decoded::Snapshot;
-use serde_json::{json, Value};
+use serde_json::json;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use wasm_bindgen::prelude::wasm_bindgen;
 
@@ -24,11 +27,16 @@ const AREAS: usize = 6;
 /// Files read as one series, with the ELFs that symbolize its snapshots.
 #[wasm_bindgen]
 pub struct SeriesReader {
-    files: Vec<(String, Vec<u8>)>,
+    /// The files' names and bytes (kept: a point is decoded from them when shown).
+    names: Vec<String>,
+    files: Vec<Vec<u8>>,
     /// ELF bytes by name: parsed for each conversion (an [`Elf`] is consumed by the
     /// resolver it serves).
     elves: Vec<(String, Vec<u8>)>,
-    series: Series,
+    outline: Outline,
+    /// The last snapshot of the series, decoded in full: what the resolver is matched
+    /// to (a capture's frames share mappings), once the areas are asked for.
+    reference: Option<Snapshot>,
     /// The functions the chart stacks ([`SeriesReader::growing`]).
     growing: Vec<String>,
     /// Every address resolved so far, and the resolver's mappings.
@@ -51,9 +59,11 @@ impl SeriesReader {
     #[wasm_bindgen(constructor)]
     pub fn new() -> SeriesReader {
         SeriesReader {
+            names: Vec::new(),
             files: Vec::new(),
             elves: Vec::new(),
-            series: Series::default(),
+            outline: Outline::default(),
+            reference: None,
             growing: Vec::new(),
             seen: HashMap::new(),
             mappings: None,
@@ -80,7 +90,8 @@ impl SeriesReader {
             ));
         }
         self.input_len = self.input_len.max(bytes.len() as u64);
-        self.files.push((name.to_owned(), bytes));
+        self.names.push(name.to_owned());
+        self.files.push(bytes);
         Ok(())
     }
 
@@ -92,49 +103,50 @@ impl SeriesReader {
         Ok(())
     }
 
-    /// Reads the files added as one series (their bytes are dropped after) and
-    /// returns what the chart draws, as JSON: per good point its name, cycle, offset,
-    /// in-use bytes and objects (exact or sampled) and non-zero drop counters; the bad
-    /// frames with their offsets. A series without a good point is an error that says
-    /// so, with the last bad frame's reason.
+    /// Reads the files added as one series and returns what the chart draws, as JSON:
+    /// per good point its name, cycle, offset, in-use bytes and objects (exact or
+    /// sampled) and non-zero drop counters; the bad frames with their offsets. A series
+    /// without a good point is an error that says so, with the last bad frame's reason.
+    /// A capture's frames are decoded for their totals only (the points are the same).
     pub fn read(&mut self) -> Result<String, String> {
-        let files = std::mem::take(&mut self.files);
-        self.series = series::read_series(
-            files.iter().map(|(n, b)| (n.as_str(), b.as_slice())),
+        self.outline = series::outline(
+            self.names
+                .iter()
+                .zip(&self.files)
+                .map(|(n, b)| (n.as_str(), b.as_slice())),
             &self.limits,
         )
         .map_err(|e| e.to_string())?;
-        drop(files);
-        let points: Vec<Value> = self
-            .series
-            .items
-            .iter()
-            .map(|item| {
-                let p = series::point(&item.input);
-                let drops: serde_json::Map<String, Value> = p
-                    .drops
-                    .iter()
-                    .map(|(n, v)| ((*n).to_owned(), json!(v)))
-                    .collect();
-                json!({
-                    "name": item.name,
-                    "offset": item.offset,
-                    "cycle": p.cycle,
-                    "time": p.timestamp.map(|t| t.seconds()),
-                    "bytes": p.in_use.map(|u| u.bytes),
-                    "objects": p.in_use.map(|u| u.objects),
-                    "exact": p.in_use.is_some_and(|u| u.exact),
-                    "drops": drops,
-                })
-            })
-            .collect();
-        let bad: Vec<Value> = self
-            .series
-            .bad
-            .iter()
-            .map(|b| json!({ "name": b.name, "offset": b.offset, "len": b.len, "error": b.error }))
-            .collect();
-        Ok(json!({ "frames": self.series.frames, "points": points, "bad": bad }).to_string())
+        // Written as it goes (no tree of values for 10,000 points).
+        let o = &self.outline;
+        let mut out = Vec::with_capacity(o.rows.len() * 160 + o.bad.len() * 200 + 64);
+        put(&mut out, "{", "frames", &o.frames);
+        out.extend_from_slice(b",\"points\":[");
+        for (i, row) in o.rows.iter().enumerate() {
+            let p = &row.point;
+            put(&mut out, if i == 0 { "{" } else { ",{" }, "name", &row.name);
+            put(&mut out, ",", "offset", &row.offset);
+            put(&mut out, ",", "cycle", &p.cycle);
+            put(&mut out, ",", "time", &p.timestamp.map(|t| t.seconds()));
+            put(&mut out, ",", "bytes", &p.in_use.map(|u| u.bytes));
+            put(&mut out, ",", "objects", &p.in_use.map(|u| u.objects));
+            put(&mut out, ",", "exact", &p.in_use.is_some_and(|u| u.exact));
+            out.extend_from_slice(b",\"drops\":{");
+            for (k, (name, v)) in p.drops.iter().enumerate() {
+                put(&mut out, if k == 0 { "" } else { "," }, name, v);
+            }
+            out.extend_from_slice(b"}}");
+        }
+        out.extend_from_slice(b"],\"bad\":[");
+        for (i, b) in o.bad.iter().enumerate() {
+            put(&mut out, if i == 0 { "{" } else { ",{" }, "name", &b.name);
+            put(&mut out, ",", "offset", &b.offset);
+            put(&mut out, ",", "len", &b.len);
+            put(&mut out, ",", "error", &b.error);
+            out.push(b'}');
+        }
+        out.extend_from_slice(b"]}");
+        String::from_utf8(out).map_err(|e| e.to_string())
     }
 
     /// The point `index` as a pprof protobuf (not gzipped), symbolized with the ELFs
@@ -147,11 +159,11 @@ impl SeriesReader {
     /// `heapsnap timeline`'s growth list), as JSON `{unit, functions}`: the chart's
     /// stacked areas, whose values [`SeriesReader::areas`] gives a range at a time.
     pub fn growing(&mut self) -> Result<String, String> {
-        let items = &self.series.items;
-        if items.is_empty() {
+        let n = self.outline.rows.len();
+        if n == 0 {
             return Err("the series is empty".into());
         }
-        let (a, b) = (self.item_profile(0)?, self.item_profile(items.len() - 1)?);
+        let (a, b) = (self.item_profile(0)?, self.item_profile(n - 1)?);
         let (rows, unit) = growth(&a, &b, "inuse_space", AREAS).map_err(|e| e.to_string())?;
         self.growing = rows.into_iter().map(|r| r.name).collect();
         Ok(json!({ "unit": unit, "functions": self.growing }).to_string())
@@ -162,20 +174,25 @@ impl SeriesReader {
     /// time, so the worker answers clicks between ranges; the addresses resolved are
     /// kept, so the ELF is read again only for an address not seen before.
     pub fn areas(&mut self, from: usize, to: usize) -> Result<String, String> {
-        let items = self
-            .series
-            .items
-            .get(from..to.min(self.series.items.len()))
-            .unwrap_or(&[]);
-        let reference = self.series.items.iter().rev().find_map(|i| match &i.input {
-            Input::Snapshot { snapshot, .. } => Some(snapshot),
-            Input::Profile(_) => None,
-        });
-        let mut values = vec![Vec::with_capacity(items.len()); self.growing.len()];
+        let to = to.min(self.outline.rows.len());
+        if self.reference.is_none() {
+            // The last snapshot point (a profile has no addresses to resolve).
+            let last = self
+                .outline
+                .rows
+                .iter()
+                .rposition(|r| r.point.cycle.is_some());
+            if let Some(i) = last {
+                if let Input::Snapshot { snapshot, .. } = self.input(i)?.into_owned() {
+                    self.reference = Some(snapshot);
+                }
+            }
+        }
+        let mut values = vec![Vec::with_capacity(to.saturating_sub(from)); self.growing.len()];
         let mut symbols = Cached {
             seen: &mut self.seen,
             mappings: &mut self.mappings,
-            reference,
+            reference: self.reference.as_ref(),
             elves: &self.elves,
             inner: None,
         };
@@ -183,20 +200,27 @@ impl SeriesReader {
             let m = symbols.resolver().map(|r| r.mappings());
             *symbols.mappings = m;
         }
-        for item in items {
-            let p = match &item.input {
+        for i in from..to {
+            let name = &self.outline.rows[i].name;
+            let input = self
+                .outline
+                .input(i, &self.files)
+                .map_err(|e| e.to_string())?;
+            let p = match &*input {
                 Input::Snapshot { snapshot, .. } => {
                     let mut budget = Budget::new(&self.limits, self.input_len);
-                    to_profile_limited(snapshot, &mut symbols, &mut |_, _| {}, &mut budget)
-                        .map_err(|e| format!("{}: {e}", item.name))?
+                    Cow::Owned(
+                        to_profile_limited(snapshot, &mut symbols, &mut |_, _| {}, &mut budget)
+                            .map_err(|e| format!("{name}: {e}"))?,
+                    )
                 }
-                Input::Profile(p) => p.clone(),
+                Input::Profile(p) => Cow::Borrowed(p),
             };
             if let Some(e) = symbols.failed() {
                 return Err(e);
             }
-            let flat = flat_of(&p, "inuse_space", &self.growing)
-                .map_err(|e| format!("{}: {e}", item.name))?;
+            let flat =
+                flat_of(&p, "inuse_space", &self.growing).map_err(|e| format!("{name}: {e}"))?;
             for (v, f) in values.iter_mut().zip(flat) {
                 v.push(f);
             }
@@ -210,19 +234,31 @@ impl SeriesReader {
         parse_elves(&self.elves)
     }
 
+    /// The input of the point `index`: a capture's frame decoded in full.
+    fn input(&self, index: usize) -> Result<Cow<'_, Input>, String> {
+        self.outline
+            .input(index, &self.files)
+            .map_err(|e| e.to_string())
+    }
+
     /// A point as `heapsnap diff` reads it: symbolized. (`diff` also applies pprof's
     /// frame pruning, which changes nothing here: only legacy text profiles name
     /// frames to drop, and a capture holds heapsnap snapshots.)
     pub fn item_profile(&self, index: usize) -> Result<Profile, String> {
-        let good = self.series.items.len();
-        let item = self
-            .series
-            .items
+        let name = &self
+            .outline
+            .rows
             .get(index)
-            .ok_or_else(|| format!("no point {index}: the series has {good}"))?;
-        match &item.input {
+            .ok_or_else(|| {
+                format!(
+                    "no point {index}: the series has {}",
+                    self.outline.rows.len()
+                )
+            })?
+            .name;
+        match self.input(index)?.into_owned() {
             Input::Snapshot { snapshot, .. } => snapshot_profile(
-                snapshot,
+                &snapshot,
                 self.input_len,
                 self.parse_elves()?,
                 None,
@@ -230,10 +266,19 @@ impl SeriesReader {
                 &self.limits,
                 &mut |_, _| {},
             )
-            .map_err(|e| format!("{}: {e}", item.name)),
-            Input::Profile(p) => Ok(p.clone()),
+            .map_err(|e| format!("{name}: {e}")),
+            Input::Profile(p) => Ok(p),
         }
     }
+}
+
+/// Appends `SEP"KEY":VALUE` to the JSON being written.
+fn put<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, sep: &str, key: &str, value: &T) {
+    out.extend_from_slice(sep.as_bytes());
+    // Neither can fail: a string key and a value of plain data into memory.
+    let _ = serde_json::to_writer(&mut *out, key);
+    out.push(b':');
+    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 fn parse_elves(elves: &[(String, Vec<u8>)]) -> Result<Vec<Elf>, String> {

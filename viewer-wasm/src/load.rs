@@ -41,6 +41,16 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: Callback<Acti
     if files.is_empty() {
         return;
     }
+    // Three profiles or more at once (beside ELFs; sources aside): one series, read by
+    // the importer and charted (www/series.js), which opens its last point through the
+    // file input; fewer are read here as before (one shown, or two compared).
+    let many = js_sys::Array::new();
+    for f in &files {
+        if !has_source_ext(&f.name()) {
+            many.push(f);
+        }
+    }
+    let series = slot == Slot::Main && read_series(&many);
     mark("file-selected");
     dispatch.emit(Action::Loading(
         files
@@ -68,6 +78,9 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: Callback<Acti
                     _ => {}
                 }
             }
+            if series {
+                continue;
+            }
             let decoded = match decode_blob(f, &name, &files).await {
                 Read::Elf => {
                     elves += 1;
@@ -93,7 +106,7 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: Callback<Acti
             slots = vec![Slot::Base, Slot::Main];
         } else if profiles.len() > 1 {
             dispatch.emit(Action::Failed(format!(
-                "{} profiles dropped at once: drop one, or two to compare (the older is the base)",
+                "{} profiles: open one, or two to diff",
                 profiles.len()
             )));
             return;
@@ -465,8 +478,30 @@ extern "C" {
 // `whole` asks for its whole-file decode; rejects with the importer's message. Its
 // progress messages are shown in `#import-progress`; a capture read as a series
 // resolves to its last frame and hands the worker to the chart (www/series.js).
+// `many`: the files `beside` (`input` their first) read as one series, whose chart
+// opens its last point through the page's file input (resolves to true), or null when
+// fewer than three of them are not ELFs.
 #[wasm_bindgen::prelude::wasm_bindgen(inline_js = r#"
-export function import_file(input, name, beside, whole) {
+// `many` (the files opened that are not sources, read as usual) read as one series when
+// three of them or more are not ELFs: true when it takes them. Else (fewer: known only
+// once read, so after true was said) they are opened again, to be read one by one; an
+// error is shown where the chart would be.
+let oneByOne = false;
+export function read_series(many) {
+  if (many.length < 3 || oneByOne) { oneByOne = false; return false; }
+  import_file(many[0], '', many, false, true).then((took) => {
+    if (took) return;
+    oneByOne = true;
+    const input = document.querySelector('[data-testid=file-input]');
+    const dt = new DataTransfer();
+    for (const f of many) dt.items.add(f);
+    input.files = dt.files;
+    input.dispatchEvent(new Event('change', { bubbles: true }));
+  }, (e) => import(new URL('series.js', document.baseURI).href).then((s) => s.fail(e.message)));
+  return true;
+}
+
+export function import_file(input, name, beside, whole, many) {
   return new Promise((resolve, reject) => {
     let worker;
     try { worker = new Worker('import-worker.js', { type: 'module' }); }
@@ -483,10 +518,15 @@ export function import_file(input, name, beside, whole) {
         // A capture read as a series: the chart first; the worker stays with it and
         // hands back what is not the chart's (the last frame, an error).
         series = import(new URL('series.js', document.baseURI).href);
-        series.then((s) => s.open(worker, m.series, name, answer)).catch(() => {});
+        series.then((s) => s.open(worker, m.series, m.series.name || name, answer)).catch(() => {});
         return;
       }
       done();
+      if (many && series && m.profile !== undefined) {
+        series.then((s) => s.openLast(m.profile)).catch(() => {});
+        resolve(true);
+        return;
+      }
       if (!series || m.error !== undefined) worker.terminate();
       if (series && m.error !== undefined) series.then((s) => s.close()).catch(() => {});
       if (m.error !== undefined) reject(new Error(m.error));
@@ -498,7 +538,7 @@ export function import_file(input, name, beside, whole) {
       done();
       reject(new Error(`the importer failed (${e.message || 'it did not load'}); is www/pkg/viewer_import.js built?`));
     };
-    worker.postMessage({ input, name, beside, whole });
+    worker.postMessage({ input, name, beside, whole, many });
   });
 }
 "#)]
@@ -509,6 +549,8 @@ extern "C" {
         beside: &js_sys::Array,
         whole: bool,
     ) -> js_sys::Promise;
+
+    fn read_series(many: &js_sys::Array) -> bool;
 }
 
 async fn fetch(url: &str) -> Result<web_sys::Blob, String> {

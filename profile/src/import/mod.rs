@@ -38,7 +38,7 @@ pub use snapshot::{
 };
 
 /// A decoded input file.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Input {
     /// A snapshot; `bad_frames` = frames of a serial capture that were not valid
     /// snapshots (0 for a plain snapshot file).

@@ -24,7 +24,8 @@ pub use self::cobs::CobsFlavor;
 pub use self::crc::crc32;
 #[cfg(feature = "decode")]
 pub use self::reader::{
-    decode, decode_frames, decode_frames_from, decode_prefix, Capture, DecodeError, Frame,
+    decode, decode_detail, decode_frame, decode_frames, decode_frames_from, decode_frames_with,
+    decode_prefix, Capture, DecodeError, Detail, Frame,
 };
 pub use self::sink::FnSink;
 pub use self::writer::{

@@ -97,9 +97,29 @@ const MIN_STACK: usize = 2; // id, frame count
 const MIN_BUCKET: usize = 6; // stack id, size, four cycle fields
 const MIN_OBJECT: usize = 3; // address (delta), stack id, size
 
+/// How much of a snapshot a decode keeps. Every check is made either way, in the same
+/// order, so a snapshot is good or bad (with the same error) whatever is kept: only
+/// the tables handed back differ.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Detail {
+    /// Every table.
+    #[default]
+    Full,
+    /// The header, timestamp, counters and buckets: what a snapshot's totals are made
+    /// of (a chart of many snapshots). Mappings, stacks and objects are read and
+    /// checked, not kept: they are empty in the [`Snapshot`] handed back, which is
+    /// for its totals only (decode it [`Detail::Full`] to convert it).
+    Totals,
+}
+
 /// Decode exactly one snapshot; bytes after its CRC are an error.
 pub fn decode(bytes: &[u8]) -> Result<Snapshot> {
-    let (snap, used) = decode_prefix(bytes)?;
+    decode_detail(bytes, Detail::Full)
+}
+
+/// [`decode`], keeping what `detail` says.
+pub fn decode_detail(bytes: &[u8], detail: Detail) -> Result<Snapshot> {
+    let (snap, used) = decode_prefix_detail(bytes, detail)?;
     if used != bytes.len() {
         return Err(DecodeError::Malformed {
             offset: used,
@@ -119,10 +139,20 @@ pub fn decode(bytes: &[u8]) -> Result<Snapshot> {
 /// the meaning (word size, stack ids, UTF-8 names), so corruption is reported as a CRC
 /// mismatch rather than as a puzzling semantic error.
 pub fn decode_prefix(bytes: &[u8]) -> Result<(Snapshot, usize)> {
+    decode_prefix_detail(bytes, Detail::Full)
+}
+
+// Never inlined: in the browser, the engine optimizes a function called often, and a
+// loop inlined into one long call (10,000 frames of a capture) would run unoptimized
+// to its end. (Measured in node: a first read costs ~2× a later one either way, under
+// a loaded machine; the gain is not shown yet.)
+#[inline(never)]
+fn decode_prefix_detail(bytes: &[u8], detail: Detail) -> Result<(Snapshot, usize)> {
     let mut r = Reader {
         buf: bytes,
         pos: 0,
         problem: None,
+        keep: detail == Detail::Full,
     };
     let version = r.magic_and_version()?;
     let at = r.pos;
@@ -268,7 +298,7 @@ impl Reader<'_> {
 
     fn mappings(&mut self) -> Result<Vec<Mapping>> {
         let n = self.count(MIN_MAPPING)?;
-        let mut mappings = Vec::with_capacity(n);
+        let mut mappings = Vec::with_capacity(if self.keep { n } else { 0 });
         for _ in 0..n {
             let at = self.pos;
             let start = self.varint()?;
@@ -282,13 +312,17 @@ impl Reader<'_> {
             }
             let name_at = self.pos;
             let name = match std::str::from_utf8(self.bytes()?) {
-                Ok(s) => s.to_owned(),
+                Ok(s) => s,
                 Err(_) => {
                     self.defer(name_at, "mapping name is not UTF-8".into());
-                    String::new()
+                    ""
                 }
             };
-            let build_id = self.bytes()?.to_vec();
+            let build_id = self.bytes()?;
+            if !self.keep {
+                continue;
+            }
+            let (name, build_id) = (name.to_owned(), build_id.to_vec());
             mappings.push(Mapping {
                 start,
                 end,
@@ -300,19 +334,19 @@ impl Reader<'_> {
         Ok(mappings)
     }
 
-    /// The stacks, and their ids (each once).
-    fn stacks(&mut self, word_size: u8, word_max: u64) -> Result<(Vec<Stack>, HashSet<u32>)> {
+    /// The stacks, and their ids (sorted, each once).
+    fn stacks(&mut self, word_size: u8, word_max: u64) -> Result<(Vec<Stack>, Vec<u32>)> {
+        let start = self.pos;
         let n = self.count(MIN_STACK)?;
-        let mut stacks = Vec::with_capacity(n);
-        let mut ids = HashSet::with_capacity(n);
+        let mut stacks = Vec::with_capacity(if self.keep { n } else { 0 });
+        // Sorted after, an id read twice is next to itself (a sort, not a hash set: no
+        // hashing per id, and no input makes it slow).
+        let mut ids: Vec<u32> = Vec::with_capacity(n);
         for _ in 0..n {
-            let at = self.pos;
             let id = self.varint_u32()?;
-            if !ids.insert(id) {
-                self.defer(at, format!("stack id {id} appears twice"));
-            }
+            ids.push(id);
             let nframes = self.count(1)?;
-            let mut frames = Vec::with_capacity(nframes);
+            let mut frames = Vec::with_capacity(if self.keep { nframes } else { 0 });
             let mut prev = 0u64;
             for i in 0..nframes {
                 let at = self.pos;
@@ -323,22 +357,59 @@ impl Reader<'_> {
                         format!("frame {f:#x} does not fit the {word_size}-byte word size"),
                     );
                 }
-                frames.push(f);
+                if self.keep {
+                    frames.push(f);
+                }
                 prev = f;
             }
-            stacks.push(Stack { id, frames });
+            if self.keep {
+                stacks.push(Stack { id, frames });
+            }
         }
+        ids.sort_unstable();
+        if ids.windows(2).any(|w| w[0] == w[1]) {
+            // Rare (the CRC matched): which id is read twice first, and where.
+            if let Some((id, at)) = self.first_repeated_stack(start) {
+                self.defer(at, format!("stack id {id} appears twice"));
+            }
+        }
+        ids.dedup();
         Ok((stacks, ids))
     }
 
-    /// The buckets, each naming one of the stacks `ids`.
-    fn buckets(&mut self, ids: &HashSet<u32>) -> Result<Vec<Bucket>> {
+    /// The first stack id of the section at `start` (read already) that repeats an
+    /// earlier one, and its offset.
+    fn first_repeated_stack(&self, start: usize) -> Option<(u32, usize)> {
+        let mut r = Reader {
+            buf: self.buf,
+            pos: start,
+            problem: None,
+            keep: false,
+        };
+        let n = r.count(MIN_STACK).ok()?;
+        let mut seen = HashSet::with_capacity(n);
+        for _ in 0..n {
+            let at = r.pos;
+            let id = r.varint_u32().ok()?;
+            if !seen.insert(id) {
+                return Some((id, at));
+            }
+            let mut prev = 0;
+            for i in 0..r.count(1).ok()? {
+                prev = r.address(i, prev).ok()?;
+            }
+        }
+        None
+    }
+
+    /// The buckets, each naming one of the stacks `ids` (sorted).
+    fn buckets(&mut self, ids: &[u32]) -> Result<Vec<Bucket>> {
         let n = self.count(MIN_BUCKET)?;
         let mut buckets = Vec::with_capacity(n);
         for _ in 0..n {
             let at = self.pos;
             let stack_id = self.varint_u32()?;
-            if !ids.contains(&stack_id) {
+            if ids.binary_search(&stack_id).is_err() {
                 self.defer(
                     at,
                     format!("bucket refers to stack id {stack_id}, which is not in the snapshot"),
@@ -367,9 +438,14 @@ impl Reader<'_> {
         word_size: u8,
         word_max: u64,
     ) -> Result<Vec<LiveObject>> {
-        let keys: HashSet<(u32, u64)> = buckets.iter().map(|b| (b.stack_id, b.size)).collect();
         let n = self.count(MIN_OBJECT)?;
-        let mut objects = Vec::with_capacity(n);
+        // The buckets the objects may name, sorted (none to look up without objects).
+        let mut keys: Vec<(u32, u64)> = match n {
+            0 => Vec::new(),
+            _ => buckets.iter().map(|b| (b.stack_id, b.size)).collect(),
+        };
+        keys.sort_unstable();
+        let mut objects = Vec::with_capacity(if self.keep { n } else { 0 });
         let mut prev = 0u64;
         for i in 0..n {
             let at = self.pos;
@@ -383,7 +459,7 @@ impl Reader<'_> {
                     format!("object address {addr:#x} does not fit the {word_size}-byte word size"),
                 );
             }
-            if !keys.contains(&(stack_id, size)) {
+            if keys.binary_search(&(stack_id, size)).is_err() {
                 self.defer(
                     at,
                     format!(
@@ -392,11 +468,13 @@ impl Reader<'_> {
                     ),
                 );
             }
-            objects.push(LiveObject {
-                addr,
-                stack_id,
-                size,
-            });
+            if self.keep {
+                objects.push(LiveObject {
+                    addr,
+                    stack_id,
+                    size,
+                });
+            }
         }
         Ok(objects)
     }
@@ -418,6 +496,8 @@ struct Reader<'a> {
     pos: usize,
     /// First semantic problem, reported only once the CRC has matched.
     problem: Option<(usize, String)>,
+    /// Keep the mappings, stacks and objects read ([`Detail::Full`]), or only check them.
+    keep: bool,
 }
 
 impl<'a> Reader<'a> {
@@ -425,8 +505,13 @@ impl<'a> Reader<'a> {
         self.buf.len() - self.pos
     }
 
+    /// Notes a problem of meaning at `offset`; the first one in the bytes is the one
+    /// reported (a check made after its section, as the stack ids', may find one
+    /// before a problem already noted).
     fn defer(&mut self, offset: usize, what: String) {
-        self.problem.get_or_insert((offset, what));
+        if self.problem.as_ref().is_none_or(|(at, _)| offset < *at) {
+            self.problem = Some((offset, what));
+        }
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
@@ -441,35 +526,52 @@ impl<'a> Reader<'a> {
         Ok(&rest[..n])
     }
 
-    /// One postcard value (a varint): postcard decodes, we keep the offsets.
-    fn value<T: serde::de::DeserializeOwned>(&mut self, what: &str) -> Result<T> {
+    /// One varint as postcard writes it (LEB128, little-endian groups of 7 bits): at
+    /// most `max` bytes, the last of which holds at most `last_max` (the bits the type
+    /// has left), as postcard's own reader accepts them (tested against it) without
+    /// its per-value setup, the decoder's hottest loop.
+    #[inline]
+    fn leb128(&mut self, max: usize, last_max: u8, what: &str) -> Result<u64> {
         let rest = &self.buf[self.pos..];
-        match postcard::take_from_bytes::<T>(rest) {
-            Ok((v, tail)) => {
-                self.pos += rest.len() - tail.len();
-                Ok(v)
+        let mut out = 0u64;
+        for i in 0..max {
+            let Some(&b) = rest.get(i) else {
+                return Err(DecodeError::UnexpectedEof {
+                    offset: self.pos,
+                    needed: 1,
+                });
+            };
+            out |= u64::from(b & 0x7F) << (7 * i);
+            if b & 0x80 == 0 {
+                if i == max - 1 && b > last_max {
+                    break;
+                }
+                self.pos += i + 1;
+                return Ok(out);
             }
-            Err(postcard::Error::DeserializeUnexpectedEnd) => Err(DecodeError::UnexpectedEof {
-                offset: self.pos,
-                needed: 1,
-            }),
-            Err(_) => Err(DecodeError::Malformed {
-                offset: self.pos,
-                what: format!("invalid varint ({what})"),
-            }),
         }
+        Err(DecodeError::Malformed {
+            offset: self.pos,
+            what: format!("invalid varint ({what})"),
+        })
     }
 
+    #[inline]
     fn varint(&mut self) -> Result<u64> {
-        self.value::<u64>("u64")
+        self.leb128(10, 1, "u64")
     }
 
+    #[inline]
     fn varint_u32(&mut self) -> Result<u32> {
-        self.value::<u32>("u32 stack id")
+        // Five bytes, the last with 4 bits: never more than u32::MAX.
+        Ok(self.leb128(5, 0x0F, "u32 stack id")? as u32)
     }
 
+    #[inline]
     fn varint_i64(&mut self) -> Result<i64> {
-        self.value::<i64>("zigzag frame delta")
+        // Zigzag: 0, -1, 1, -2… as 0, 1, 2, 3…
+        let n = self.leb128(10, 1, "zigzag frame delta")?;
+        Ok((n >> 1) as i64 ^ -((n & 1) as i64))
     }
 
     /// A count of items each at least `min` bytes long: more than the remaining bytes
@@ -538,6 +640,16 @@ impl Capture {
 /// as their own bad frame; a last frame with no delimiter is reported as torn.
 pub fn decode_frames(capture: &[u8]) -> Capture {
     let mut frames = Vec::new();
+    decode_frames_with(capture, Detail::Full, |f| frames.push(f));
+    Capture { frames }
+}
+
+/// [`decode_frames`] keeping what `detail` says of each snapshot, each frame handed to
+/// `on_frame` in capture order (none held here). With [`Detail::Totals`], the frames
+/// are good and bad as [`decode_frames`] finds them; a good one is read in full again
+/// by [`decode_frame`] from its offset and length.
+pub fn decode_frames_with(capture: &[u8], detail: Detail, mut on_frame: impl FnMut(Frame)) {
+    let mut frames = Vec::new();
     let mut start = 0;
     while start < capture.len() {
         let (end, terminated) = match capture[start..].iter().position(|&b| b == 0) {
@@ -545,11 +657,30 @@ pub fn decode_frames(capture: &[u8]) -> Capture {
             None => (capture.len(), false),
         };
         if end > start {
-            split_chunk(&capture[start..end], start, terminated, &mut frames);
+            split_chunk(&capture[start..end], start, terminated, detail, &mut frames);
+            for f in frames.drain(..) {
+                on_frame(f);
+            }
         }
         start = end + 1;
     }
-    Capture { frames }
+}
+
+/// The good frame of `capture` at `offset`, `len` bytes long (as a [`Frame`] of
+/// [`decode_frames_with`] said), decoded in full; its errors at their offsets in the
+/// capture (a frame past the capture's end is an error saying so).
+pub fn decode_frame(capture: &[u8], offset: usize, len: usize) -> Result<Snapshot> {
+    let encoded = offset
+        .checked_add(len)
+        .and_then(|end| capture.get(offset..end))
+        .ok_or_else(|| DecodeError::BadFrame {
+            offset,
+            what: format!(
+                "no frame of {len} bytes there: the capture has {} bytes",
+                capture.len()
+            ),
+        })?;
+    decode_cobs(encoded, true, Detail::Full).map_err(|e| in_capture(e, encoded, offset))
 }
 
 /// [`decode_frames`] over a stream, frame by frame: each frame goes to `on_frame` as
@@ -583,7 +714,7 @@ pub fn decode_frames_from(
         if len > max_frame {
             on_frame(too_long(start, len));
         } else if len > 0 {
-            split_chunk(pending, start as usize, terminated, &mut out);
+            split_chunk(pending, start as usize, terminated, Detail::Full, &mut out);
             for f in out.drain(..) {
                 on_frame(f);
             }
@@ -656,8 +787,14 @@ pub fn decode_frames_from(
 /// Every byte is decoded at most twice (whole, then in its piece), so a hostile capture
 /// full of magics stays linear. The price: a frame whose payload itself contains
 /// `HSNP` is lost if garbage precedes it without a delimiter.
-fn split_chunk(chunk: &[u8], offset: usize, terminated: bool, out: &mut Vec<Frame>) {
-    let whole = decode_cobs(chunk, terminated);
+fn split_chunk(
+    chunk: &[u8],
+    offset: usize,
+    terminated: bool,
+    detail: Detail,
+    out: &mut Vec<Frame>,
+) {
+    let whole = decode_cobs(chunk, terminated, detail);
     let starts = chunk
         .windows(MAGIC.len())
         .enumerate()
@@ -679,14 +816,16 @@ fn split_chunk(chunk: &[u8], offset: usize, terminated: bool, out: &mut Vec<Fram
         out.push(Frame {
             offset: offset + from,
             len: to - from,
-            result: decode_cobs(piece, terminated || !last)
+            result: decode_cobs(piece, terminated || !last, detail)
                 .map_err(|e| in_capture(e, piece, offset + from)),
         });
         from = to;
     }
 }
 
-fn decode_cobs(encoded: &[u8], terminated: bool) -> Result<Snapshot> {
+// Never inlined, as `decode_prefix_detail`: called once per frame.
+#[inline(never)]
+fn decode_cobs(encoded: &[u8], terminated: bool, detail: Detail) -> Result<Snapshot> {
     if !terminated {
         return Err(DecodeError::BadFrame {
             offset: 0,
@@ -702,7 +841,7 @@ fn decode_cobs(encoded: &[u8], terminated: bool) -> Result<Snapshot> {
         what: format!("invalid COBS encoding ({e:?})"),
     })?;
     raw.truncate(n);
-    decode(&raw)
+    decode_detail(&raw, detail)
 }
 
 /// An error of the frame `encoded` (at `frame_at` in the capture) with its offsets
@@ -758,4 +897,203 @@ fn encoded_offset(encoded: &[u8], decoded: usize) -> usize {
         }
     }
     encoded.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Postcard's reading of one value at the start of `bytes`: the value and the bytes
+    /// it took, or `None` for a cut-short input, `Some(Err)` for a bad varint.
+    fn postcard<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Option<Result<(T, usize)>> {
+        match postcard::take_from_bytes::<T>(bytes) {
+            Ok((v, tail)) => Some(Ok((v, bytes.len() - tail.len()))),
+            Err(postcard::Error::DeserializeUnexpectedEnd) => None,
+            Err(_) => Some(Err(DecodeError::Malformed {
+                offset: 0,
+                what: String::new(),
+            })),
+        }
+    }
+
+    /// Ours, in the same shape.
+    fn ours<T>(
+        bytes: &[u8],
+        read: impl Fn(&mut Reader) -> Result<T>,
+    ) -> Option<Result<(T, usize)>> {
+        let mut r = Reader {
+            buf: bytes,
+            pos: 0,
+            problem: None,
+            keep: true,
+        };
+        match read(&mut r) {
+            Ok(v) => Some(Ok((v, r.pos))),
+            Err(DecodeError::UnexpectedEof {
+                offset: 0,
+                needed: 1,
+            }) => None,
+            Err(DecodeError::Malformed { offset: 0, .. }) => Some(Err(DecodeError::Malformed {
+                offset: 0,
+                what: String::new(),
+            })),
+            Err(e) => panic!("{bytes:02x?}: {e}"),
+        }
+    }
+
+    #[test]
+    fn varints_are_read_as_postcard_reads_them() {
+        // Byte strings of 0 to 12 bytes, mostly continuation bytes, and every last
+        // byte around the types' limits: the same values, lengths and failures.
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let special = [
+            0x00u8, 0x01, 0x02, 0x0F, 0x10, 0x1F, 0x7F, 0x80, 0x81, 0x8F, 0xFF,
+        ];
+        for _ in 0..200_000 {
+            let r = next();
+            let len = (r % 13) as usize;
+            let bytes: Vec<u8> = (0..len)
+                .map(|i| {
+                    let r = next();
+                    if i + 1 == len || r % 4 == 0 {
+                        special[(r >> 8) as usize % special.len()]
+                    } else {
+                        (r >> 16) as u8 | 0x80
+                    }
+                })
+                .collect();
+            assert_eq!(
+                ours(&bytes, |r| r.varint()),
+                postcard::<u64>(&bytes),
+                "{bytes:02x?}"
+            );
+            assert_eq!(
+                ours(&bytes, |r| r.varint_u32()),
+                postcard::<u32>(&bytes),
+                "{bytes:02x?}"
+            );
+            assert_eq!(
+                ours(&bytes, |r| r.varint_i64()),
+                postcard::<i64>(&bytes),
+                "{bytes:02x?}"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod detail_tests {
+    use super::*;
+    use crate::decoded::Bucket;
+    use crate::snapshot::{encode_to_vec, LiveObject};
+
+    fn good() -> Snapshot {
+        let mut s = Snapshot {
+            version: crate::snapshot::VERSION_OBJECTS,
+            word_size: 4,
+            sample_rate: 1,
+            cycle: 3,
+            mappings: vec![Mapping {
+                start: 0x1000,
+                end: 0x2000,
+                name: "fw".into(),
+                ..Mapping::default()
+            }],
+            stacks: vec![
+                Stack {
+                    id: 7,
+                    frames: vec![0x1100, 0x1200],
+                },
+                Stack {
+                    id: 2,
+                    frames: vec![0x1300],
+                },
+            ],
+            objects: Some(vec![LiveObject {
+                addr: 0x2000_0000,
+                stack_id: 7,
+                size: 16,
+            }]),
+            ..Snapshot::default()
+        };
+        for id in [7, 2] {
+            let mut b = Bucket {
+                stack_id: id,
+                size: 16,
+                ..Bucket::default()
+            };
+            b.active.allocs = 2;
+            b.active.alloc_bytes = 32;
+            s.buckets.push(b);
+        }
+        s
+    }
+
+    #[test]
+    fn totals_keep_less_and_find_the_same_problems() {
+        let s = good();
+        let totals = decode_detail(&encode_to_vec(&s).unwrap(), Detail::Totals).unwrap();
+        let want = Snapshot {
+            mappings: vec![],
+            stacks: vec![],
+            objects: Some(vec![]),
+            ..s.clone()
+        };
+        assert_eq!(totals, want);
+        // Problems of meaning, each found by both, with the same message and offset.
+        let mut twice = good();
+        twice.stacks[1].id = 7;
+        twice.stacks.push(Stack {
+            id: 2,
+            frames: vec![0x00FF_FFFF_FFFF],
+        });
+        let mut unknown = good();
+        unknown.buckets[1].stack_id = 9;
+        let mut orphan = good();
+        orphan.objects.as_mut().unwrap()[0].size = 8;
+        let mut wide = good();
+        wide.stacks[0].frames[1] = 1 << 40;
+        wide.stacks[1].id = 7;
+        for (what, bad) in [
+            ("twice", twice),
+            ("unknown", unknown),
+            ("orphan", orphan),
+            ("wide", wide),
+        ] {
+            let bytes = encode_to_vec(&bad).unwrap();
+            let full = decode(&bytes).unwrap_err();
+            assert!(
+                matches!(full, DecodeError::Malformed { .. }),
+                "{what}: {full}"
+            );
+            assert_eq!(
+                decode_detail(&bytes, Detail::Totals).unwrap_err(),
+                full,
+                "{what}"
+            );
+        }
+        // The first problem in the bytes is the one reported: the frame too wide comes
+        // before the repeated id.
+        let bytes = encode_to_vec(&{
+            let mut w = good();
+            w.stacks[0].frames[1] = 1 << 40;
+            w.stacks[1].id = 7;
+            w
+        })
+        .unwrap();
+        let e = decode(&bytes).unwrap_err().to_string();
+        assert!(e.contains("does not fit the 4-byte word size"), "{e}");
+        let mut twice = good();
+        twice.stacks[1].id = 7;
+        let e = decode(&encode_to_vec(&twice).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("stack id 7 appears twice"), "{e}");
+    }
 }

@@ -9,6 +9,7 @@ use crate::import::{guess_limited, Input, InputError};
 use crate::limits::Limits;
 use sampler_core::decoded::Snapshot;
 use sampler_core::snapshot::{self, Timestamp};
+use std::borrow::Cow;
 
 /// A time series of snapshots or profiles, oldest first, and what was lost reading it.
 #[derive(Debug, Default)]
@@ -302,17 +303,35 @@ pub fn read_series<'a>(
         }
     }
     if s.items.is_empty() {
-        return Err(SeriesError::Input {
-            name: s.bad.first().map_or(String::new(), |b| b.name.clone()),
-            error: InputError::NoGoodFrame {
-                frames: s.frames,
-                last: s.bad.last().map_or(String::new(), |b| b.error.clone()),
-            },
-        });
+        return Err(no_good_point(&s.bad, s.frames));
     }
-    let cycles: Option<Vec<u64>> = s.items.iter().map(|i| cycle(&i.input)).collect();
-    let stamps: Option<Vec<Timestamp>> =
-        s.items.iter().map(|i| point(&i.input).timestamp).collect();
+    let points: Vec<Point> = s.items.iter().map(|i| point(&i.input)).collect();
+    if let (false, Some(order)) = (capture, order_of(points.iter())) {
+        let mut items: Vec<Option<Item>> = s.items.into_iter().map(Some).collect();
+        s.items = order.into_iter().filter_map(|i| items[i].take()).collect();
+    }
+    Ok(s)
+}
+
+/// The error of a series without a good point: how many frames, all bad, and the last
+/// one's error.
+fn no_good_point(bad: &[BadFrame], frames: usize) -> SeriesError {
+    SeriesError::Input {
+        name: bad.first().map_or(String::new(), |b| b.name.clone()),
+        error: InputError::NoGoodFrame {
+            frames,
+            last: bad.last().map_or(String::new(), |b| b.error.clone()),
+        },
+    }
+}
+
+/// The series order of plain files' points (indexes into them), when they can be
+/// ordered: by device timestamp when all carry one of the same clock (same ticks per
+/// second), else by cycle when all are snapshots (a stable sort: equal keys keep the
+/// order given); `None` (the order given) otherwise.
+fn order_of<'p>(points: impl Iterator<Item = &'p Point> + Clone) -> Option<Vec<usize>> {
+    let cycles: Option<Vec<u64>> = points.clone().map(|p| p.cycle).collect();
+    let stamps: Option<Vec<Timestamp>> = points.map(|p| p.timestamp).collect();
     let keys = match stamps {
         Some(t)
             if t.iter()
@@ -321,14 +340,151 @@ pub fn read_series<'a>(
             Some(t.iter().map(|t| t.ticks).collect::<Vec<u64>>())
         }
         _ => cycles,
-    };
-    if let (false, Some(keys)) = (capture, keys) {
-        let mut order: Vec<usize> = (0..s.items.len()).collect();
-        order.sort_by_key(|&i| keys[i]);
-        let mut items: Vec<Option<Item>> = s.items.into_iter().map(Some).collect();
-        s.items = order.into_iter().filter_map(|i| items[i].take()).collect();
+    }?;
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    order.sort_by_key(|&i| keys[i]);
+    Some(order)
+}
+
+/// A series read for its chart: every point's measure from a decode of each capture
+/// frame that keeps only its totals ([`snapshot::Detail::Totals`]: frames good and bad
+/// as a full read finds them), and where each point's input is, decoded in full only
+/// when asked ([`Outline::input`]). What the viewer holds for a capture of thousands
+/// of snapshots: its bytes and this, not thousands of decoded snapshots.
+#[derive(Debug, Default)]
+pub struct Outline {
+    /// One row per good point, in series order.
+    pub rows: Vec<Row>,
+    /// Frames of the capture(s) that were not valid snapshots, in capture order.
+    pub bad: Vec<BadFrame>,
+    /// Frames found in the capture(s) read, good and bad (0 when none was a capture).
+    pub frames: usize,
+    /// Where each row's input is, by row.
+    at: Vec<At>,
+}
+
+/// Where the input of a row of an [`Outline`] is.
+#[derive(Debug)]
+enum At {
+    /// A good frame of the capture `file` (at the row's offset, `len` bytes long), whose
+    /// capture has `frames` frames, `bad` of them bad.
+    Frame {
+        file: usize,
+        len: usize,
+        frames: usize,
+        bad: usize,
+    },
+    /// A whole file (a snapshot or profile), read (boxed: a frame's place is small).
+    Whole(Box<Input>),
+}
+
+/// Reads files as one series for a chart, as [`read_series`] reads them (the same
+/// points, bad frames, order and errors), a capture's frames decoded for their totals
+/// only.
+pub fn outline<'a>(
+    files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+    limits: &Limits,
+) -> Result<Outline, SeriesError> {
+    let mut o = Outline::default();
+    let mut capture = false;
+    for (file, (name, bytes)) in files.into_iter().enumerate() {
+        if !looks_like_capture(bytes) {
+            let input = guess_limited(bytes, limits).map_err(|e| SeriesError::Input {
+                name: name.to_owned(),
+                error: e,
+            })?;
+            o.rows.push(Row {
+                name: name.to_owned(),
+                offset: None,
+                point: point(&input),
+            });
+            o.at.push(At::Whole(Box::new(input)));
+            continue;
+        }
+        capture = true;
+        let (first, bad_before, mut frames) = (o.rows.len(), o.bad.len(), 0);
+        snapshot::decode_frames_with(bytes, snapshot::Detail::Totals, |f| {
+            frames += 1;
+            let len = f.len;
+            match frame_item(name, o.rows.len() - first, f) {
+                Ok(item) => {
+                    o.rows.push(Row {
+                        point: point(&item.input),
+                        name: item.name,
+                        offset: item.offset,
+                    });
+                    o.at.push(At::Frame {
+                        file,
+                        len,
+                        frames: 0,
+                        bad: 0,
+                    });
+                }
+                Err(bad) => o.bad.push(bad),
+            }
+        });
+        o.frames += frames;
+        let bad_count = o.bad.len() - bad_before;
+        for at in &mut o.at[first..] {
+            if let At::Frame { frames: f, bad, .. } = at {
+                (*f, *bad) = (frames, bad_count);
+            }
+        }
     }
-    Ok(s)
+    if o.rows.is_empty() {
+        return Err(no_good_point(&o.bad, o.frames));
+    }
+    if let (false, Some(order)) = (capture, order_of(o.rows.iter().map(|r| &r.point))) {
+        let mut rows: Vec<Option<(Row, At)>> =
+            o.rows.drain(..).zip(o.at.drain(..)).map(Some).collect();
+        for i in order {
+            if let Some((row, at)) = rows[i].take() {
+                o.rows.push(row);
+                o.at.push(at);
+            }
+        }
+    }
+    Ok(o)
+}
+
+impl Outline {
+    /// The input of the row `index` (of `files`, the bytes given to [`outline`] in its
+    /// order): a capture's frame decoded in full, a whole file as read.
+    pub fn input<'s, B: AsRef<[u8]>>(
+        &'s self,
+        index: usize,
+        files: &[B],
+    ) -> Result<Cow<'s, Input>, SeriesError> {
+        let (row, at) =
+            self.rows
+                .get(index)
+                .zip(self.at.get(index))
+                .ok_or(SeriesError::NoPoint {
+                    index,
+                    points: self.rows.len(),
+                })?;
+        match at {
+            At::Whole(input) => Ok(Cow::Borrowed(&**input)),
+            At::Frame {
+                file,
+                len,
+                frames,
+                bad,
+            } => {
+                let bytes = files.get(*file).map_or(&[][..], |b| b.as_ref());
+                let snapshot = snapshot::decode_frame(bytes, row.offset.unwrap_or(0), *len)
+                    .map_err(|e| SeriesError::Input {
+                        name: row.name.clone(),
+                        error: e.into(),
+                    })?;
+                Ok(Cow::Owned(Input::Snapshot {
+                    snapshot,
+                    bad_frames: *bad,
+                    frames: *frames,
+                }))
+            }
+        }
+    }
 }
 
 /// Do these bytes (a whole input, or its first bytes) look like a serial capture of
@@ -341,6 +497,14 @@ pub fn looks_like_capture(bytes: &[u8]) -> bool {
 /// Why files could not be read as a series.
 #[derive(Debug, thiserror::Error)]
 pub enum SeriesError {
+    /// A point asked for by index that the series does not have.
+    #[error("no point {index}: the series has {points}")]
+    NoPoint {
+        /// The index asked for.
+        index: usize,
+        /// Points in the series.
+        points: usize,
+    },
     /// A capture streamed from a file or pipe could not be read further.
     #[error("{name}: read failed: {error}")]
     Io {
@@ -359,14 +523,6 @@ pub enum SeriesError {
         #[source]
         error: InputError,
     },
-}
-
-/// The snapshot's cycle number, `None` for a profile.
-fn cycle(input: &Input) -> Option<u64> {
-    match input {
-        Input::Snapshot { snapshot, .. } => Some(snapshot.cycle),
-        Input::Profile(_) => None,
-    }
 }
 
 /// What one point of a series measures.
@@ -488,6 +644,11 @@ mod tests {
 
     fn framed(s: &Snapshot) -> Vec<u8> {
         encode_framed_to_vec(s).unwrap()
+    }
+
+    /// The snapshot's cycle number, `None` for a profile.
+    fn cycle(input: &Input) -> Option<u64> {
+        point(input).cycle
     }
 
     fn cycles(s: &Series) -> Vec<u64> {
@@ -692,5 +853,104 @@ mod tests {
             cycle(&capture_series("cap", &cap).take("cap", -2).unwrap().input),
             Some(2)
         );
+    }
+
+    /// The outline of `files` against their series read whole: the same points, bad
+    /// frames and order, and each point's input decoded in full on demand is the item's.
+    fn same_as_read_series(files: &[(&str, &[u8])]) {
+        let s = read_series(files.iter().copied(), &Limits::default()).unwrap();
+        let o = outline(files.iter().copied(), &Limits::default()).unwrap();
+        let bytes: Vec<&[u8]> = files.iter().map(|f| f.1).collect();
+        assert_eq!(
+            o.rows,
+            Points::from_series(read_series(files.iter().copied(), &Limits::default()).unwrap())
+                .rows
+        );
+        assert_eq!((o.bad.clone(), o.frames), (s.bad.clone(), s.frames));
+        for (i, item) in s.items.iter().enumerate() {
+            match (&*o.input(i, &bytes).unwrap(), &item.input) {
+                (
+                    Input::Snapshot {
+                        snapshot: a,
+                        bad_frames: ab,
+                        frames: af,
+                    },
+                    Input::Snapshot {
+                        snapshot: b,
+                        bad_frames: bb,
+                        frames: bf,
+                    },
+                ) => assert_eq!((a, ab, af), (b, bb, bf)),
+                (Input::Profile(a), Input::Profile(b)) => assert_eq!(a, b),
+                (a, b) => panic!("point {i}: {a:?} against {b:?}"),
+            }
+        }
+        let e = o.input(s.items.len(), &bytes).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!("no point {n}: the series has {n}", n = s.items.len())
+        );
+    }
+
+    #[test]
+    fn an_outline_has_the_points_of_the_series_read_whole() {
+        let mut cap = b"boot banner\r\n\0".to_vec();
+        for c in [5, 6, 4] {
+            let mut s = snap(c, 160 * c);
+            s.mappings.push(sampler_core::decoded::Mapping {
+                start: 0x1000,
+                end: 0x9000,
+                name: "fw".into(),
+                ..Default::default()
+            });
+            s.objects = Some(vec![sampler_core::snapshot::LiveObject {
+                addr: 0x2000_0000,
+                stack_id: 1,
+                size: 16,
+            }]);
+            s.version = snapshot::VERSION_OBJECTS;
+            cap.extend(framed(&s));
+        }
+        // A corrupt frame between good ones, and a torn one at the end.
+        let mut bad = framed(&snap(7, 320));
+        let mid = bad.len() / 2;
+        bad[mid] ^= 0x55;
+        cap.extend(&bad);
+        cap.extend(framed(&snap(9, 48)));
+        let torn = framed(&snap(8, 640));
+        cap.extend(&torn[..torn.len() / 2]);
+        same_as_read_series(&[("cap", &cap)]);
+        // Plain files, ordered by cycle; a profile among them keeps the order given.
+        let (a, b) = (snap(9, 16).encode().unwrap(), snap(2, 32).encode().unwrap());
+        same_as_read_series(&[("a", &a), ("b", &b)]);
+        let s1 = snap(1, 64);
+        let pb = crate::profile::encode(&crate::import::to_profile(
+            &s1,
+            &mut crate::import::NoSymbols(&s1),
+            &mut |_, _| {},
+        ));
+        same_as_read_series(&[("a", &a), ("p", &pb), ("cap", &cap)]);
+        // No good point: read_series' error.
+        let e = outline([("c", &b"junk\0"[..])], &Limits::default()).unwrap_err();
+        let f = read_series([("c", &b"junk\0"[..])], &Limits::default()).unwrap_err();
+        assert_eq!(e.to_string(), f.to_string());
+    }
+
+    #[test]
+    fn a_frame_decoded_again_elsewhere_says_where() {
+        let cap = framed(&snap(1, 16));
+        let good = snapshot::decode_frame(&cap, 0, cap.len() - 1).unwrap();
+        assert_eq!(good.cycle, 1);
+        let e = snapshot::decode_frame(&cap, 4, cap.len())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("the capture has {} bytes", cap.len())),
+            "{e}"
+        );
+        let e = snapshot::decode_frame(&cap, 1, cap.len() - 2)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at byte"), "{e}");
     }
 }
