@@ -146,7 +146,16 @@ impl Elf {
         if obj.format() != object::BinaryFormat::Elf {
             return Err(SymbolizeError::NotElf {
                 name: name.to_owned(),
-                reason: format!("{:?} file", obj.format()),
+                // Named by hand: the browser's release wasm compiles `Debug` out.
+                reason: match obj.format() {
+                    object::BinaryFormat::Coff => "a COFF file",
+                    object::BinaryFormat::MachO => "a Mach-O file",
+                    object::BinaryFormat::Pe => "a PE file",
+                    object::BinaryFormat::Wasm => "a WebAssembly file",
+                    object::BinaryFormat::Xcoff => "an XCOFF file",
+                    _ => "not an ELF file",
+                }
+                .to_owned(),
             });
         }
         let build_id = obj.build_id().map_err(not_elf)?.map(<[u8]>::to_vec);

@@ -4,7 +4,8 @@
 // Usage:
 //   node viewer_series_files.mjs WWW OUT_DIR ELF FILE...
 // Writes OUT_DIR/result.json: the points, the chart's head, every point's tooltip, the
-// selected point, the status line and top table of the point shown.
+// selected point, the status line and top table of the point shown; with SERIES_BAD
+// (comma-separated files, one not a snapshot), the error and status of that series.
 import fs from 'node:fs';
 import path from 'node:path';
 import { serve, launch } from './lib.mjs';
@@ -48,6 +49,19 @@ try {
     return { name: row.dataset.name, flat: v[0], flatPct: v[1], sumPct: v[2], cum: v[3], cumPct: v[4] };
   }));
   await page.close();
+  // A series that fails (SERIES_BAD: files of which one is not a snapshot): the error
+  // where the chart would be, and no "Loading…" left in the status line.
+  if (process.env.SERIES_BAD) {
+    const bad = await browser.newPage({ viewport: { width: 1200, height: 760 }, deviceScaleFactor: 1 });
+    bad.on('pageerror', (e) => result.errors.push(String(e)));
+    await bad.goto(`${server.url}/index.html`);
+    await bad.waitForSelector('[data-testid=file-input]', { state: 'attached' });
+    await bad.setInputFiles('[data-testid=file-input]', [...process.env.SERIES_BAD.split(','), elf]);
+    await bad.waitForSelector('[data-testid=series-error]', { timeout: 60000 });
+    result.badError = await bad.textContent('[data-testid=series-error]');
+    result.badLoading = await bad.$eval('.loading', (e) => e.textContent).catch(() => null);
+    await bad.close();
+  }
 } catch (e) {
   result.errors.push(`script: ${e.stack || e}`);
 } finally {

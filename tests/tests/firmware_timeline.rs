@@ -570,7 +570,16 @@ fn the_viewer_charts_snapshot_files_opened_together_as_timeline_does() {
     given.reverse();
     let mut args = vec![www.as_os_str(), dir.as_os_str(), elf.as_os_str()];
     args.extend(given.iter().map(|p| p.as_os_str()));
+    // And a series that fails: two snapshots and a file that is not one.
+    let junk = dir.join("notes.bin");
+    std::fs::write(&junk, b"not a snapshot\n").unwrap();
+    let bad: Vec<String> = [&snaps[0], &snaps[1], &junk]
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    std::env::set_var("SERIES_BAD", bad.join(","));
     let r = e2e::browser_script("viewer_series_files.mjs", &args, &dir);
+    std::env::remove_var("SERIES_BAD");
     assert_eq!(
         r["errors"],
         serde_json::json!([]),
@@ -626,4 +635,30 @@ fn the_viewer_charts_snapshot_files_opened_together_as_timeline_does() {
     // The areas: `timeline`'s growing functions (none may have failed).
     assert_eq!(r["legendError"], serde_json::Value::Null, "{r}");
     assert!(!r["legend"].as_array().unwrap().is_empty(), "{r}");
+
+    // The failed series: the CLI's reason in the chart's place, nothing left "Reading…".
+    let cli = Command::new(heapsnap())
+        .arg("timeline")
+        .args(&bad)
+        .output()
+        .unwrap();
+    assert!(
+        !cli.status.success(),
+        "timeline took a file that is not a snapshot"
+    );
+    let cli = String::from_utf8_lossy(&cli.stderr);
+    let why = cli
+        .split_once("notes.bin: ")
+        .map(|(_, why)| why.trim())
+        .unwrap_or_else(|| panic!("the CLI's error names no file: {cli}"));
+    let bad_error = r["badError"].as_str().unwrap_or_default();
+    assert!(
+        bad_error.contains(&format!("notes.bin: {why}")),
+        "the page says {bad_error:?}, the CLI {why:?}"
+    );
+    assert_eq!(
+        r["badLoading"],
+        serde_json::Value::Null,
+        "still reading: {r}"
+    );
 }

@@ -52,13 +52,17 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: Callback<Acti
     }
     let series = slot == Slot::Main && read_series(&many);
     mark("file-selected");
-    dispatch.emit(Action::Loading(
-        files
-            .iter()
-            .map(|f| f.name())
-            .collect::<Vec<_>>()
-            .join(", "),
-    ));
+    // A series says how it is going in its own place (`#import-progress`, then the
+    // chart or its error): a "Loading…" here would outlive a series that failed.
+    if !series {
+        dispatch.emit(Action::Loading(
+            files
+                .iter()
+                .map(|f| f.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+        ));
+    }
     wasm_bindgen_futures::spawn_local(async move {
         let mut sources = Vec::new();
         // (name, modified, size, decoded or error): profiles are decoded as they are

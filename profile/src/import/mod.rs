@@ -115,8 +115,24 @@ pub enum InputError {
     #[error("this is an ELF file (a program or firmware image), not a profile or snapshot: give it with --elf, and the snapshot or profile as the input")]
     Elf,
     /// Not recognizable at all.
-    #[error("not a heapsnap snapshot, a COBS serial capture or a pprof profile (starts with {0:02x?}); as pprof: {1}")]
+    #[error("not a heapsnap snapshot, a COBS serial capture or a pprof profile (starts with [{}]); as pprof: {}", hex_list(.0), .1)]
     Unknown(Vec<u8>, ProfileError),
+}
+
+/// Bytes as `6e, 6f, 74` (what `{:02x?}` prints inside its brackets), spelled out: the
+/// browser's release wasm compiles `Debug` formatting out, and the page shows this
+/// message too.
+fn hex_list(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 4);
+    for (i, b) in bytes.iter().enumerate() {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        s.push(char::from(HEX[usize::from(b >> 4)]));
+        s.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    s
 }
 
 /// One input format: how to recognize it and how to read it.
