@@ -8,6 +8,10 @@
 // A serial capture with several good frames is the exception: it is read as a series
 // (`SeriesReader`), answered with its last frame and the series' points, and the
 // worker stays alive for the chart (www/series.js), which asks it for other frames.
+// A capture file (not gzipped) is streamed, a slice at a time, and never held: a
+// point's frame is read from the file again when the chart asks for it, so a capture
+// of any size (up to 4 GiB: 32-bit offsets) is charted in memory bounded by its
+// largest frame.
 // So are three snapshot or profile files (or more) opened together (`many`: the files
 // `beside`), ordered as the CLI's `timeline FILES…` orders them.
 // See viewer-wasm/src/load.rs.
@@ -62,11 +66,14 @@ async function bytesOf(blob, what, [limitName, limit], head = Infinity) {
 // prints them).
 const phases = {};
 
+// The importer's wasm exports (its memory, reported with a series).
+let wasm;
+
 self.onmessage = async (e) => {
   const { input, name, beside, whole, many } = e.data;
   try {
     const started = performance.now();
-    await init();
+    wasm = await init();
     phases.wasm = performance.now() - started;
     const importer = new Importer();
     if (many) {
@@ -93,11 +100,24 @@ self.onmessage = async (e) => {
       progress(`reading ${file.name} (${MB(file.size)})`);
       elves.push([file.name, await bytesOf(file, file.name, ['elf-size', importer.elf_limit()])]);
     }
+    const limit = importer.input_limit();
+    const capture = SeriesReader.is_capture(head);
+    // Streamed, or else (gzipped) held whole.
+    const streamed = capture && !isGzip(new Uint8Array(await input.slice(0, 2).arrayBuffer()));
+    if (streamed) {
+      if (input.size >= 2 ** 32) {
+        throw new Error(`${name}: ${input.size} bytes: the page reads captures up to 4 GiB (\`heapsnap timeline\` reads any size)`);
+      }
+      // A capture the plain path can hold that is not a series (fewer than two good
+      // frames) goes that way, for its message.
+      const fill = (reader) => streamCapture(reader, input, name);
+      if (await series(name, fill, elves, format, false, input.size > limit, input)) return;
+    }
     progress(`reading ${name} (${MB(input.size)})`);
     const reading = performance.now();
-    const bytes = await bytesOf(input, name, ['input-size', importer.input_limit()]);
+    const bytes = await bytesOf(input, name, ['input-size', limit]);
     phases.read = performance.now() - reading;
-    if (SeriesReader.is_capture(head) && await series(name, [[name, bytes]], elves, format)) return;
+    if (capture && !streamed && await series(name, held([[name, bytes]]), elves, format)) return;
     for (const [n, b] of elves) importer.add_elf(n, b);
     const profile = importer.convert(bytes);
     self.postMessage({ profile, format }, [profile.buffer]);
@@ -130,19 +150,45 @@ async function manyFiles(files, importer) {
     read.push([file.name, await bytesOf(file, file.name, ['input-size', importer.input_limit()])]);
   }
   phases.read = performance.now() - reading;
-  await series(`${read.length} files`, read, elves, 'series', true);
+  await series(`${read.length} files`, held(read), elves, 'series', true);
 }
 
 function isElf(b) {
   return b[0] === 0x7f && b[1] === 0x45 && b[2] === 0x4c && b[3] === 0x46;
 }
 
-// Files as a series (a capture, or `many` files): answers with the points (the chart),
-// then its last good point (the views), then keeps answering the chart's requests until
-// it is ended. False (nothing posted) when a capture has fewer than two good frames: the
-// plain path shows it as its last snapshot, with its message. Files that are not a
-// series (`many`) are an error naming the file.
-async function series(name, files, elves, format, many = false) {
+function isGzip(b) {
+  return b[0] === 0x1f && b[1] === 0x8b;
+}
+
+// Files whose bytes the series holds.
+const held = (files) => async (reader) => {
+  for (const [n, b] of files) reader.add_file(n, b);
+};
+
+// How much of a streamed capture is read at a time.
+const SLICE = 8 << 20;
+
+// Feeds the capture `input` to the reader a slice at a time (none held here).
+async function streamCapture(reader, input, name) {
+  const reading = performance.now();
+  reader.begin_capture(name, input.size);
+  for (let at = 0; at < input.size; at += SLICE) {
+    reader.feed(new Uint8Array(await input.slice(at, at + SLICE).arrayBuffer()));
+    if (input.size > SLICE) progress(`decoding the frames of ${name}: ${MB(Math.min(input.size, at + SLICE))} of ${MB(input.size)}`);
+  }
+  phases.read = performance.now() - reading;
+}
+
+// Files as a series (a capture, or `many` files), given to the reader by `fill`:
+// answers with the points (the chart), then its last good point (the views), then keeps
+// answering the chart's requests until it is ended. False (nothing posted) when a
+// capture has fewer than two good frames: the plain path shows it as its last snapshot,
+// with its message; unless the capture is too big for that path (`huge`, streamed):
+// then its one good frame is shown, or its error. Files that are not a series (`many`)
+// are an error naming the file. `source`: the file a streamed capture's frames are read
+// from again when asked for.
+async function series(name, fill, elves, format, many = false, huge = false, source = null) {
   const reader = new SeriesReader();
   const parsing = performance.now();
   for (const [n, b] of elves) {
@@ -150,45 +196,71 @@ async function series(name, files, elves, format, many = false) {
     reader.add_elf(n, b);
   }
   phases.elf = performance.now() - parsing;
-  for (const [n, b] of files) reader.add_file(n, b);
   progress(`decoding the frames of ${name}`);
-  let summary;
   const decoding = performance.now();
+  await fill(reader);
+  let summary;
   try {
     summary = JSON.parse(reader.read());
   } catch (err) {
-    if (many) throw err;
+    if (many || huge) throw err;
     summary = { points: [] };
   }
   phases.decode = performance.now() - decoding;
+  phases.memory = wasm.memory.buffer.byteLength;
   summary.phases = phases;
   summary.name = name;
-  if (summary.points.length < 2) {
+  // The bytes of the points `from..to` of a streamed capture, handed to the reader
+  // (none when it holds its files).
+  const need = async (...ranges) => {
+    reader.forget();
+    for (const [from, to] of ranges) {
+      const spans = reader.spans(from, to);
+      for (let k = 0; k < spans.length; k += 2) {
+        reader.provide(spans[k], new Uint8Array(await source.slice(spans[k], spans[k + 1]).arrayBuffer()));
+      }
+    }
+  };
+  const last = summary.points.length - 1;
+  if (summary.points.length < 2 && !(huge && last === 0)) {
     reader.free();
     return false;
   }
+  if (last > 0) self.postMessage({ series: summary, format });
   // The chart first: it needs no symbols. Then the last frame, for the views.
-  self.postMessage({ series: summary, format });
   progress(`symbolizing the last frame of ${name}`);
-  const profile = reader.profile(summary.points.length - 1);
+  await need([last, last + 1]);
+  const profile = reader.profile(last);
   self.postMessage({ profile, format }, [profile.buffer]);
-  // The chart's requests, one at a time in order: a point's profile, the growing
-  // functions, their values over a range of points (a range per request, so a click
-  // waits for one range at most).
+  if (last === 0) {
+    reader.free();
+    return true;
+  }
+  // The chart's requests, one at a time in order (each waits for the one before it:
+  // reading a streamed capture's frames is asynchronous): a point's profile, the
+  // growing functions, their values over a range of points (a range per request, so a
+  // click waits for one range at most).
+  let queue = Promise.resolve();
   self.onmessage = (e) => {
-    const { id, frame, growing, areas } = e.data;
+    queue = queue.then(() => answer(e.data));
+  };
+  const answer = async ({ id, frame, growing, areas }) => {
     try {
       if (growing) {
+        await need([0, 1], [last, last + 1]);
         self.postMessage({ id, growing: JSON.parse(reader.growing()) });
       } else if (areas) {
+        await need(areas);
         self.postMessage({ id, values: JSON.parse(reader.areas(areas[0], areas[1])) });
       } else {
+        await need([frame, frame + 1]);
         const p = reader.profile(frame);
         self.postMessage({ id, profile: p }, [p.buffer]);
       }
     } catch (err) {
       self.postMessage({ id, error: String((err && err.message) || err) });
     }
+    reader.forget();
   };
   return true;
 }

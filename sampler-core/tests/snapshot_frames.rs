@@ -281,3 +281,66 @@ fn streamed_capture_yields_the_frames_of_the_whole_capture() {
         "{e}"
     );
 }
+
+/// Bytes pushed in chunks of any size give the frames a read of the whole capture finds,
+/// with the detail asked for (the browser pushes a file's slices, decoded for their
+/// totals); each good frame then decodes in full from a window of the capture holding
+/// it, its errors at their offsets in the capture.
+#[test]
+fn pushed_chunks_yield_the_frames_of_the_whole_capture_and_frames_decode_from_a_window() {
+    use sampler_core::snapshot::FrameStream;
+    use sampler_core::snapshot::{decode_frame, decode_frame_in, decode_frames_with, Detail};
+    let mut cap = b"boot banner\r\n".to_vec();
+    cap.extend(encode_framed_to_vec(&numbered(1)).unwrap());
+    cap.extend([0u8; 1500]);
+    let mut bad = encode_framed_to_vec(&numbered(2)).unwrap();
+    bad[13] ^= 0x04;
+    cap.extend(&bad);
+    cap.extend(encode_framed_to_vec(&numbered(3)).unwrap());
+    let torn = encode_framed_to_vec(&numbered(4)).unwrap();
+    cap.extend(&torn[..30]);
+    let mut whole = Vec::new();
+    decode_frames_with(&cap, Detail::Totals, |f| whole.push(f));
+    assert_eq!(whole.len(), 5);
+    for step in [1, 2, 7, 512, 513, 4096, 1 << 20] {
+        let mut stream = FrameStream::new(4096, Detail::Totals);
+        let mut pushed = Vec::new();
+        for chunk in cap.chunks(step) {
+            assert_eq!(stream.position(), pushed_len(&cap, chunk) as u64);
+            stream.push(chunk, |f| pushed.push(f));
+        }
+        assert_eq!(stream.finish(|f| pushed.push(f)), cap.len() as u64);
+        assert_eq!(pushed, whole, "pushed {step} bytes at a time");
+    }
+    // A good frame from a window of the capture = from the whole capture.
+    let good = whole.iter().find(|f| f.result.is_ok()).unwrap();
+    let base = good.offset - 5;
+    let window = &cap[base..good.offset + good.len + 3];
+    assert_eq!(
+        decode_frame_in(window, base, good.offset, good.len).unwrap(),
+        decode_frame(&cap, good.offset, good.len).unwrap()
+    );
+    // A window that does not hold the frame says which bytes it holds.
+    let e = decode_frame_in(&window[..10], base, good.offset, good.len)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(&format!("the bytes read are {base}..{}", base + 10)),
+        "{e}"
+    );
+    // The corrupt frame's error is at its offset in the capture, from a window too.
+    let corrupt = &whole[2];
+    let from = corrupt.offset - 1;
+    let in_window = decode_frame_in(&cap[from..], from, corrupt.offset, corrupt.len)
+        .unwrap_err()
+        .to_string();
+    let in_whole = decode_frame(&cap, corrupt.offset, corrupt.len)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(in_window, in_whole);
+}
+
+/// Where `chunk` (a slice of `cap`) starts in `cap`.
+fn pushed_len(cap: &[u8], chunk: &[u8]) -> usize {
+    chunk.as_ptr() as usize - cap.as_ptr() as usize
+}

@@ -5,7 +5,9 @@
 //   node viewer_import.mjs WWW OUT_DIR NAME=FILE[,FILE...]...
 // Writes OUT_DIR/result.json ({ errors, cases: { NAME: { error, status, comments,
 // sampleType, sampleTypes, top (the default type's rows), tops (every type's), importer,
-// answers } } }) and OUT_DIR/NAME.png.
+// answers } } }) and OUT_DIR/NAME.png. A case whose NAME starts with `series` is a
+// capture the page charts: its case also has `points` (the chart's) and `phases` (the
+// importer's, with its wasm `memory` in bytes).
 import fs from 'node:fs';
 import path from 'node:path';
 import { serve, launch } from './lib.mjs';
@@ -31,6 +33,11 @@ try {
     // ($eval, not textContent: that would wait 30 s for a status line an error never shows.)
     r.status = await page.$eval('.status', (e) => e.textContent).catch(() => null);
     r.importer = await page.evaluate(() => performance.getEntriesByName('heapsnap:importer').length);
+    if (!r.error && name.startsWith('series')) {
+      const chart = await page.waitForSelector('[data-testid=series-chart]', { timeout: 60000 });
+      r.points = Number(await chart.evaluate((c) => c.dataset.points));
+      r.phases = await page.evaluate(() => window.__heapsnapSeriesPhases);
+    }
     if (!r.error) {
       r.comments = await page.$$eval('[data-testid=comments] li', (li) => li.map((l) => l.textContent));
       r.sampleType = await page.$eval('[data-testid=sample-type]', (s) => s.value);

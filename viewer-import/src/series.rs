@@ -7,15 +7,22 @@
 //! areas are computed. The worker that reads a series stays alive while its chart is
 //! shown: the files' bytes and the ELF stay here, so a click on a point only decodes
 //! and converts that frame.
+//!
+//! A capture file is not held when the worker streams it ([`SeriesReader::begin_capture`],
+//! [`SeriesReader::feed`]: a capture of any size, in memory bounded by its largest
+//! frame): a point's frame is then read from the file again when it is shown, the
+//! worker handing over the bytes [`SeriesReader::spans`] names
+//! ([`SeriesReader::provide`]).
 
 use heapsnap_profile::analysis::{flat_of, growth};
-use heapsnap_profile::import::series::{self, Outline};
+use heapsnap_profile::import::series::{self, CaptureRows, Outline};
 use heapsnap_profile::import::{to_profile_limited, Input, Resolved, Symbols};
 use heapsnap_profile::limits::{Budget, Limits};
 use heapsnap_profile::profile::{Mapping, Profile};
 use heapsnap_symbolize::{snapshot_profile, Elf, Resolver};
 use prost::Message;
 use sampler_core::decoded::Snapshot;
+use sampler_core::snapshot::{Detail, FrameStream};
 use serde_json::json;
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -27,9 +34,14 @@ const AREAS: usize = 6;
 /// Files read as one series, with the ELFs that symbolize its snapshots.
 #[wasm_bindgen]
 pub struct SeriesReader {
-    /// The files' names and bytes (kept: a point is decoded from them when shown).
+    /// The files' names and bytes (kept: a point is decoded from them when shown; none
+    /// for a streamed capture).
     names: Vec<String>,
     files: Vec<Vec<u8>>,
+    /// The capture being streamed, until [`SeriesReader::read`].
+    streaming: Option<(FrameStream, CaptureRows)>,
+    /// Slices of a streamed capture (`(offset, bytes)`) handed over for a request.
+    windows: Vec<(usize, Vec<u8>)>,
     /// ELF bytes by name: parsed for each conversion (an [`Elf`] is consumed by the
     /// resolver it serves).
     elves: Vec<(String, Vec<u8>)>,
@@ -61,6 +73,8 @@ impl SeriesReader {
         SeriesReader {
             names: Vec::new(),
             files: Vec::new(),
+            streaming: None,
+            windows: Vec::new(),
             elves: Vec::new(),
             outline: Outline::default(),
             reference: None,
@@ -95,6 +109,67 @@ impl SeriesReader {
         Ok(())
     }
 
+    /// Starts reading the capture `name`, `size` bytes long, a slice at a time
+    /// ([`SeriesReader::feed`]): its bytes are not held, only its outline, so its size
+    /// has no limit here; a frame is limited as the CLI's streamed `timeline` limits it
+    /// (`input-size`).
+    pub fn begin_capture(&mut self, name: &str, size: f64) {
+        let file = self.names.len();
+        self.names.push(name.to_owned());
+        self.files.push(Vec::new());
+        // Converted frames are counted against a frame's limit, not the capture's size.
+        self.input_len = self
+            .input_len
+            .max((size as u64).min(self.limits.input_size));
+        let max_frame = usize::try_from(self.limits.input_size).unwrap_or(usize::MAX);
+        let rows = self.outline.begin_capture(name, file);
+        self.streaming = Some((FrameStream::new(max_frame, Detail::Totals), rows));
+    }
+
+    /// The next slice of the capture being streamed; the frames it ends are outlined.
+    pub fn feed(&mut self, chunk: &[u8]) {
+        if let Some((stream, rows)) = &mut self.streaming {
+            let outline = &mut self.outline;
+            stream.push(chunk, |f| outline.add_frame(rows, f));
+        }
+    }
+
+    /// Where the frames of the points `from..to` of a streamed capture are, as
+    /// `[start, end, start, end, …]` byte ranges of the capture to read and hand over
+    /// ([`SeriesReader::provide`]) before asking for those points; frames closer than
+    /// 1 MiB share a range. Empty when the series holds its bytes.
+    pub fn spans(&self, from: usize, to: usize) -> Vec<f64> {
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        for i in from..to.min(self.outline.rows.len()) {
+            let Some((file, offset, len)) = self.outline.frame_span(i) else {
+                continue;
+            };
+            if !self.files.get(file).is_some_and(Vec::is_empty) {
+                continue;
+            }
+            match out.last_mut() {
+                Some(last) if offset >= last.1 && offset - last.1 <= 1 << 20 => {
+                    last.1 = last.1.max(offset + len)
+                }
+                _ => out.push((offset, offset + len)),
+            }
+        }
+        out.iter()
+            .flat_map(|&(a, b)| [a as f64, b as f64])
+            .collect()
+    }
+
+    /// Hands over the bytes of a streamed capture from `offset` on (a range
+    /// [`SeriesReader::spans`] named), for the requests that follow.
+    pub fn provide(&mut self, offset: f64, bytes: Vec<u8>) {
+        self.windows.push((offset as usize, bytes));
+    }
+
+    /// Lets go of the bytes handed over.
+    pub fn forget(&mut self) {
+        self.windows = Vec::new();
+    }
+
     /// Adds an ELF to symbolize the snapshots with (checked that it parses now, so a
     /// bad ELF is named before the chart is drawn).
     pub fn add_elf(&mut self, name: &str, bytes: Vec<u8>) -> Result<(), String> {
@@ -109,14 +184,21 @@ impl SeriesReader {
     /// without a good point is an error that says so, with the last bad frame's reason.
     /// A capture's frames are decoded for their totals only (the points are the same).
     pub fn read(&mut self) -> Result<String, String> {
-        self.outline = series::outline(
-            self.names
-                .iter()
-                .zip(&self.files)
-                .map(|(n, b)| (n.as_str(), b.as_slice())),
-            &self.limits,
-        )
-        .map_err(|e| e.to_string())?;
+        if let Some((stream, mut rows)) = self.streaming.take() {
+            let outline = &mut self.outline;
+            stream.finish(|f| outline.add_frame(&mut rows, f));
+            outline.end_capture(rows);
+            outline.check_not_empty().map_err(|e| e.to_string())?;
+        } else {
+            self.outline = series::outline(
+                self.names
+                    .iter()
+                    .zip(&self.files)
+                    .map(|(n, b)| (n.as_str(), b.as_slice())),
+                &self.limits,
+            )
+            .map_err(|e| e.to_string())?;
+        }
         // Written as it goes (no tree of values for 10,000 points).
         let o = &self.outline;
         let mut out = Vec::with_capacity(o.rows.len() * 160 + o.bad.len() * 200 + 64);
@@ -164,6 +246,7 @@ impl SeriesReader {
             return Err("the series is empty".into());
         }
         let (a, b) = (self.item_profile(0)?, self.item_profile(n - 1)?);
+        self.keep_reference()?;
         let (rows, unit) = growth(&a, &b, "inuse_space", AREAS).map_err(|e| e.to_string())?;
         self.growing = rows.into_iter().map(|r| r.name).collect();
         Ok(json!({ "unit": unit, "functions": self.growing }).to_string())
@@ -175,19 +258,7 @@ impl SeriesReader {
     /// kept, so the ELF is read again only for an address not seen before.
     pub fn areas(&mut self, from: usize, to: usize) -> Result<String, String> {
         let to = to.min(self.outline.rows.len());
-        if self.reference.is_none() {
-            // The last snapshot point (a profile has no addresses to resolve).
-            let last = self
-                .outline
-                .rows
-                .iter()
-                .rposition(|r| r.point.cycle.is_some());
-            if let Some(i) = last {
-                if let Input::Snapshot { snapshot, .. } = self.input(i)?.into_owned() {
-                    self.reference = Some(snapshot);
-                }
-            }
-        }
+        self.keep_reference()?;
         let mut values = vec![Vec::with_capacity(to.saturating_sub(from)); self.growing.len()];
         let mut symbols = Cached {
             seen: &mut self.seen,
@@ -202,10 +273,7 @@ impl SeriesReader {
         }
         for i in from..to {
             let name = &self.outline.rows[i].name;
-            let input = self
-                .outline
-                .input(i, &self.files)
-                .map_err(|e| e.to_string())?;
+            let input = input_of(&self.outline, &self.files, &self.windows, i)?;
             let p = match &*input {
                 Input::Snapshot { snapshot, .. } => {
                     let mut budget = Budget::new(&self.limits, self.input_len);
@@ -236,9 +304,26 @@ impl SeriesReader {
 
     /// The input of the point `index`: a capture's frame decoded in full.
     fn input(&self, index: usize) -> Result<Cow<'_, Input>, String> {
-        self.outline
-            .input(index, &self.files)
-            .map_err(|e| e.to_string())
+        input_of(&self.outline, &self.files, &self.windows, index)
+    }
+
+    /// Decodes the last snapshot point, once: what the resolver of
+    /// [`SeriesReader::areas`] is matched to (a profile has no addresses to resolve).
+    fn keep_reference(&mut self) -> Result<(), String> {
+        if self.reference.is_some() {
+            return Ok(());
+        }
+        let last = self
+            .outline
+            .rows
+            .iter()
+            .rposition(|r| r.point.cycle.is_some());
+        if let Some(i) = last {
+            if let Input::Snapshot { snapshot, .. } = self.input(i)?.into_owned() {
+                self.reference = Some(snapshot);
+            }
+        }
+        Ok(())
     }
 
     /// A point as `heapsnap diff` reads it: symbolized. (`diff` also applies pprof's
@@ -279,6 +364,35 @@ fn put<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, sep: &str, key: &str, va
     let _ = serde_json::to_writer(&mut *out, key);
     out.push(b':');
     let _ = serde_json::to_writer(&mut *out, value);
+}
+
+/// The input of the point `index`: from the bytes held, or, for a streamed capture
+/// (its bytes not held), from the slice handed over that holds its frame.
+fn input_of<'s>(
+    outline: &'s Outline,
+    files: &[Vec<u8>],
+    windows: &[(usize, Vec<u8>)],
+    index: usize,
+) -> Result<Cow<'s, Input>, String> {
+    let streamed = outline
+        .frame_span(index)
+        .filter(|(file, _, _)| files.get(*file).is_some_and(Vec::is_empty));
+    let got = match streamed {
+        Some((_, offset, len)) => {
+            let (base, bytes) = windows
+                .iter()
+                .find(|(b, w)| *b <= offset && offset + len <= b + w.len())
+                .ok_or_else(|| {
+                    format!(
+                        "point {index}: its frame (bytes {offset}..{}) was not read",
+                        offset + len
+                    )
+                })?;
+            outline.input_in(index, bytes, *base)
+        }
+        None => outline.input(index, files),
+    };
+    got.map_err(|e| e.to_string())
 }
 
 fn parse_elves(elves: &[(String, Vec<u8>)]) -> Result<Vec<Elf>, String> {

@@ -670,15 +670,29 @@ pub fn decode_frames_with(capture: &[u8], detail: Detail, mut on_frame: impl FnM
 /// [`decode_frames_with`] said), decoded in full; its errors at their offsets in the
 /// capture (a frame past the capture's end is an error saying so).
 pub fn decode_frame(capture: &[u8], offset: usize, len: usize) -> Result<Snapshot> {
+    decode_frame_in(capture, 0, offset, len)
+}
+
+/// [`decode_frame`] from a window of the capture: `window` holds its bytes from `base`
+/// on (a capture too big to hold, read a slice at a time). Errors at their offsets in
+/// the capture.
+pub fn decode_frame_in(window: &[u8], base: usize, offset: usize, len: usize) -> Result<Snapshot> {
     let encoded = offset
-        .checked_add(len)
-        .and_then(|end| capture.get(offset..end))
+        .checked_sub(base)
+        .and_then(|from| window.get(from..from.checked_add(len)?))
         .ok_or_else(|| DecodeError::BadFrame {
             offset,
-            what: format!(
-                "no frame of {len} bytes there: the capture has {} bytes",
-                capture.len()
-            ),
+            what: if base == 0 {
+                format!(
+                    "no frame of {len} bytes there: the capture has {} bytes",
+                    window.len()
+                )
+            } else {
+                format!(
+                    "no frame of {len} bytes there: the bytes read are {base}..{}",
+                    base + window.len()
+                )
+            },
         })?;
     decode_cobs(encoded, true, Detail::Full).map_err(|e| in_capture(e, encoded, offset))
 }
@@ -694,33 +708,7 @@ pub fn decode_frames_from(
     mut on_frame: impl FnMut(Frame),
 ) -> std::io::Result<u64> {
     let mut buf = vec![0u8; 64 << 10];
-    // The frame being read: its bytes (unless too long), its offset, its length.
-    let mut pending: Vec<u8> = Vec::new();
-    let (mut start, mut len, mut read) = (0u64, 0usize, 0u64);
-    let too_long = |start: u64, len: usize| Frame {
-        offset: start as usize,
-        len,
-        result: Err(DecodeError::BadFrame {
-            offset: start as usize,
-            what: format!(
-                "a frame of {len} bytes or more, over the limit of {max_frame} bytes per frame \
-                 (not held, not decoded: garbage, or raise the reader's frame limit; \
-                 heapsnap: --limit input-size=N)"
-            ),
-        }),
-    };
-    let mut out = Vec::new();
-    let mut end_frame = |pending: &mut Vec<u8>, start: u64, len: usize, terminated: bool| {
-        if len > max_frame {
-            on_frame(too_long(start, len));
-        } else if len > 0 {
-            split_chunk(pending, start as usize, terminated, Detail::Full, &mut out);
-            for f in out.drain(..) {
-                on_frame(f);
-            }
-        }
-        pending.clear();
-    };
+    let mut stream = FrameStream::new(max_frame, Detail::Full);
     loop {
         let n = match input.read(&mut buf) {
             Ok(0) => break,
@@ -728,9 +716,55 @@ pub fn decode_frames_from(
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        let mut rest = buf.get(..n).unwrap_or(&[]);
+        stream.push(buf.get(..n).unwrap_or(&[]), &mut on_frame);
+    }
+    Ok(stream.finish(on_frame))
+}
+
+/// A capture decoded as its bytes arrive, in chunks of any size: what
+/// [`decode_frames_from`] does over a reader, for a caller that is handed the bytes
+/// rather than reading them (the browser reads a file a slice at a time). Frames,
+/// offsets and errors are those [`decode_frames_with`] finds in the whole capture; only
+/// the frame being read is held, up to `max_frame` bytes (a longer one is a bad frame
+/// naming the limit).
+#[derive(Debug)]
+pub struct FrameStream {
+    max_frame: usize,
+    detail: Detail,
+    /// The frame being read: its bytes (unless too long), its offset, its length.
+    pending: Vec<u8>,
+    start: u64,
+    len: usize,
+    /// Bytes pushed so far.
+    read: u64,
+    out: Vec<Frame>,
+}
+
+impl FrameStream {
+    /// A stream that holds frames up to `max_frame` bytes and decodes each as `detail`
+    /// says.
+    pub fn new(max_frame: usize, detail: Detail) -> FrameStream {
+        FrameStream {
+            max_frame,
+            detail,
+            pending: Vec::new(),
+            start: 0,
+            len: 0,
+            read: 0,
+            out: Vec::new(),
+        }
+    }
+
+    /// Bytes pushed so far: where the next chunk starts in the capture.
+    pub fn position(&self) -> u64 {
+        self.read
+    }
+
+    /// Reads the next bytes of the capture; every frame they end goes to `on_frame`.
+    pub fn push(&mut self, chunk: &[u8], mut on_frame: impl FnMut(Frame)) {
+        let mut rest = chunk;
         while !rest.is_empty() {
-            if len == 0 {
+            if self.len == 0 {
                 // Between frames: runs of delimiters (a line idle at 0x00, a sparse
                 // file's holes) skipped a block at a time (one `memcmp` each).
                 const ZEROS: [u8; 512] = [0; 512];
@@ -740,13 +774,13 @@ pub fn decode_frames_from(
                 {
                     zeros += ZEROS.len();
                 }
-                read += zeros as u64;
+                self.read += zeros as u64;
                 rest = &rest[zeros..];
-                start = read;
+                self.start = self.read;
                 if rest.first() == Some(&0) {
-                    read += 1;
+                    self.read += 1;
                     rest = &rest[1..];
-                    start = read;
+                    self.start = self.read;
                     continue;
                 }
                 if rest.is_empty() {
@@ -757,28 +791,63 @@ pub fn decode_frames_from(
                 Some(i) => (&rest[..i], true),
                 None => (rest, false),
             };
-            if len <= max_frame {
-                if len + piece.len() <= max_frame {
-                    pending.extend_from_slice(piece);
+            if self.len <= self.max_frame {
+                if self.len + piece.len() <= self.max_frame {
+                    self.pending.extend_from_slice(piece);
                 } else {
                     // Over the limit: stop holding it (the memory goes back now).
-                    pending = Vec::new();
+                    self.pending = Vec::new();
                 }
             }
-            len += piece.len();
-            read += piece.len() as u64;
+            self.len += piece.len();
+            self.read += piece.len() as u64;
             rest = &rest[piece.len()..];
             if delimited {
-                end_frame(&mut pending, start, len, true);
-                read += 1;
+                self.end_frame(true, &mut on_frame);
+                self.read += 1;
                 rest = &rest[1..];
-                start = read;
-                len = 0;
+                self.start = self.read;
+                self.len = 0;
             }
         }
     }
-    end_frame(&mut pending, start, len, false);
-    Ok(read)
+
+    /// Ends the capture: a last frame without its delimiter is reported (torn, or a
+    /// snapshot if it decodes whole). Returns the bytes read.
+    pub fn finish(mut self, mut on_frame: impl FnMut(Frame)) -> u64 {
+        self.end_frame(false, &mut on_frame);
+        self.read
+    }
+
+    fn end_frame(&mut self, terminated: bool, on_frame: &mut impl FnMut(Frame)) {
+        let (start, len, max_frame) = (self.start, self.len, self.max_frame);
+        if len > max_frame {
+            on_frame(Frame {
+                offset: start as usize,
+                len,
+                result: Err(DecodeError::BadFrame {
+                    offset: start as usize,
+                    what: format!(
+                        "a frame of {len} bytes or more, over the limit of {max_frame} bytes \
+                         per frame (not held, not decoded: garbage, or raise the reader's \
+                         frame limit; heapsnap: --limit input-size=N)"
+                    ),
+                }),
+            });
+        } else if len > 0 {
+            split_chunk(
+                &self.pending,
+                start as usize,
+                terminated,
+                self.detail,
+                &mut self.out,
+            );
+            for f in self.out.drain(..) {
+                on_frame(f);
+            }
+        }
+        self.pending.clear();
+    }
 }
 
 /// Decode one delimiter-free chunk; when it is not a snapshot as a whole, split it at

@@ -254,16 +254,10 @@ impl Points {
     /// An error when the series has no good point (every frame bad: how many, and the
     /// last one's error), as [`read_series`] says it.
     pub fn check_not_empty(&self) -> Result<(), SeriesError> {
-        if !self.rows.is_empty() {
-            return Ok(());
+        if self.rows.is_empty() {
+            return Err(no_good_point(&self.bad, self.frames));
         }
-        Err(SeriesError::Input {
-            name: self.bad.first().map_or(String::new(), |b| b.name.clone()),
-            error: InputError::NoGoodFrame {
-                frames: self.frames,
-                last: self.bad.last().map_or(String::new(), |b| b.error.clone()),
-            },
-        })
+        Ok(())
     }
 }
 
@@ -402,38 +396,11 @@ pub fn outline<'a>(
             continue;
         }
         capture = true;
-        let (first, bad_before, mut frames) = (o.rows.len(), o.bad.len(), 0);
-        snapshot::decode_frames_with(bytes, snapshot::Detail::Totals, |f| {
-            frames += 1;
-            let len = f.len;
-            match frame_item(name, o.rows.len() - first, f) {
-                Ok(item) => {
-                    o.rows.push(Row {
-                        point: point(&item.input),
-                        name: item.name,
-                        offset: item.offset,
-                    });
-                    o.at.push(At::Frame {
-                        file,
-                        len,
-                        frames: 0,
-                        bad: 0,
-                    });
-                }
-                Err(bad) => o.bad.push(bad),
-            }
-        });
-        o.frames += frames;
-        let bad_count = o.bad.len() - bad_before;
-        for at in &mut o.at[first..] {
-            if let At::Frame { frames: f, bad, .. } = at {
-                (*f, *bad) = (frames, bad_count);
-            }
-        }
+        let mut c = o.begin_capture(name, file);
+        snapshot::decode_frames_with(bytes, snapshot::Detail::Totals, |f| o.add_frame(&mut c, f));
+        o.end_capture(c);
     }
-    if o.rows.is_empty() {
-        return Err(no_good_point(&o.bad, o.frames));
-    }
+    o.check_not_empty()?;
     if let (false, Some(order)) = (capture, order_of(o.rows.iter().map(|r| &r.point))) {
         let mut rows: Vec<Option<(Row, At)>> =
             o.rows.drain(..).zip(o.at.drain(..)).map(Some).collect();
@@ -447,13 +414,106 @@ pub fn outline<'a>(
     Ok(o)
 }
 
+/// A capture being added to an [`Outline`] a frame at a time ([`Outline::begin_capture`]).
+#[derive(Debug)]
+pub struct CaptureRows {
+    name: String,
+    file: usize,
+    /// The first row and bad frame of this capture, and its frames so far.
+    first: usize,
+    bad_before: usize,
+    frames: usize,
+}
+
 impl Outline {
+    /// Starts adding the capture `name`, the file `file` of the series (its index in
+    /// the bytes later given to [`Outline::input`]). Its frames come in capture order
+    /// ([`Outline::add_frame`]: from [`snapshot::decode_frames_with`] over the whole
+    /// capture, or from a [`snapshot::FrameStream`] fed its slices), then
+    /// [`Outline::end_capture`].
+    pub fn begin_capture(&self, name: &str, file: usize) -> CaptureRows {
+        CaptureRows {
+            name: name.to_owned(),
+            file,
+            first: self.rows.len(),
+            bad_before: self.bad.len(),
+            frames: 0,
+        }
+    }
+
+    /// The next frame of the capture `c`: a good one is a row (its totals, where it is),
+    /// a bad one is kept with its offset and error.
+    pub fn add_frame(&mut self, c: &mut CaptureRows, f: snapshot::Frame) {
+        c.frames += 1;
+        let len = f.len;
+        match frame_item(&c.name, self.rows.len() - c.first, f) {
+            Ok(item) => {
+                self.rows.push(Row {
+                    point: point(&item.input),
+                    name: item.name,
+                    offset: item.offset,
+                });
+                self.at.push(At::Frame {
+                    file: c.file,
+                    len,
+                    frames: 0,
+                    bad: 0,
+                });
+            }
+            Err(bad) => self.bad.push(bad),
+        }
+    }
+
+    /// Ends the capture `c`: its rows learn its counts of frames and bad frames.
+    pub fn end_capture(&mut self, c: CaptureRows) {
+        self.frames += c.frames;
+        let bad_count = self.bad.len() - c.bad_before;
+        for at in &mut self.at[c.first..] {
+            if let At::Frame { frames: f, bad, .. } = at {
+                (*f, *bad) = (c.frames, bad_count);
+            }
+        }
+    }
+
+    /// An error when the series has no good point (every frame bad: how many, and the
+    /// last one's error), as [`outline`] says it.
+    pub fn check_not_empty(&self) -> Result<(), SeriesError> {
+        if self.rows.is_empty() {
+            return Err(no_good_point(&self.bad, self.frames));
+        }
+        Ok(())
+    }
+
+    /// Where the frame of the row `index` is: `(file, offset, len)` of its encoded
+    /// bytes in its capture; `None` for a whole file (or no such row). What a reader
+    /// that does not hold a capture reads before [`Outline::input_in`].
+    pub fn frame_span(&self, index: usize) -> Option<(usize, usize, usize)> {
+        match (self.rows.get(index)?, self.at.get(index)?) {
+            (row, At::Frame { file, len, .. }) => Some((*file, row.offset.unwrap_or(0), *len)),
+            (_, At::Whole(_)) => None,
+        }
+    }
+
     /// The input of the row `index` (of `files`, the bytes given to [`outline`] in its
     /// order): a capture's frame decoded in full, a whole file as read.
     pub fn input<'s, B: AsRef<[u8]>>(
         &'s self,
         index: usize,
         files: &[B],
+    ) -> Result<Cow<'s, Input>, SeriesError> {
+        let file = self.frame_span(index).map_or(0, |(f, _, _)| f);
+        let bytes = files.get(file).map_or(&[][..], |b| b.as_ref());
+        self.input_in(index, bytes, 0)
+    }
+
+    /// [`Outline::input`] with the capture's bytes from `base` on in `window` (a
+    /// capture too big to hold, read a slice at a time: [`Outline::frame_span`] says
+    /// which). A whole file's row ignores the window.
+    pub fn input_in<'s>(
+        &'s self,
+        index: usize,
+        window: &[u8],
+        base: usize,
     ) -> Result<Cow<'s, Input>, SeriesError> {
         let (row, at) =
             self.rows
@@ -466,17 +526,14 @@ impl Outline {
         match at {
             At::Whole(input) => Ok(Cow::Borrowed(&**input)),
             At::Frame {
-                file,
-                len,
-                frames,
-                bad,
+                len, frames, bad, ..
             } => {
-                let bytes = files.get(*file).map_or(&[][..], |b| b.as_ref());
-                let snapshot = snapshot::decode_frame(bytes, row.offset.unwrap_or(0), *len)
-                    .map_err(|e| SeriesError::Input {
-                        name: row.name.clone(),
-                        error: e.into(),
-                    })?;
+                let snapshot =
+                    snapshot::decode_frame_in(window, base, row.offset.unwrap_or(0), *len)
+                        .map_err(|e| SeriesError::Input {
+                            name: row.name.clone(),
+                            error: e.into(),
+                        })?;
                 Ok(Cow::Owned(Input::Snapshot {
                     snapshot,
                     bad_frames: *bad,
@@ -934,6 +991,71 @@ mod tests {
         let e = outline([("c", &b"junk\0"[..])], &Limits::default()).unwrap_err();
         let f = read_series([("c", &b"junk\0"[..])], &Limits::default()).unwrap_err();
         assert_eq!(e.to_string(), f.to_string());
+    }
+
+    /// A capture pushed a slice at a time into an outline ([`Outline::begin_capture`]
+    /// and a [`snapshot::FrameStream`], as the browser reads a capture too big to hold)
+    /// has the points of the capture read whole; each point, decoded from a window
+    /// holding only its frame ([`Outline::frame_span`]), is the point read whole.
+    #[test]
+    fn a_capture_pushed_in_slices_outlines_as_read_whole_and_points_decode_from_windows() {
+        let mut cap = b"boot banner\r\n\0".to_vec();
+        for c in [5, 6, 4] {
+            cap.extend(framed(&snap(c, 160 * c)));
+            cap.extend([0u8; 700]);
+        }
+        let mut bad = framed(&snap(7, 320));
+        let mid = bad.len() / 2;
+        bad[mid] ^= 0x55;
+        cap.extend(&bad);
+        cap.extend(framed(&snap(9, 48)));
+        let torn = framed(&snap(8, 640));
+        cap.extend(&torn[..torn.len() / 2]);
+        let whole = outline([("cap", &cap[..])], &Limits::default()).unwrap();
+        let series = read_series([("cap", &cap[..])], &Limits::default()).unwrap();
+        for step in [1, 5, 512, 1000, 1 << 20] {
+            let mut o = Outline::default();
+            let mut c = o.begin_capture("cap", 0);
+            let mut stream = snapshot::FrameStream::new(1 << 20, snapshot::Detail::Totals);
+            for chunk in cap.chunks(step) {
+                stream.push(chunk, |f| o.add_frame(&mut c, f));
+            }
+            stream.finish(|f| o.add_frame(&mut c, f));
+            o.end_capture(c);
+            o.check_not_empty().unwrap();
+            assert_eq!(o.rows, whole.rows, "{step} bytes at a time");
+            assert_eq!((&o.bad, o.frames), (&whole.bad, whole.frames));
+            for (i, item) in series.items.iter().enumerate() {
+                let (file, offset, len) = o.frame_span(i).unwrap();
+                assert_eq!(file, 0);
+                let base = offset.saturating_sub(3);
+                let window = &cap[base..offset + len];
+                match (&*o.input_in(i, window, base).unwrap(), &item.input) {
+                    (
+                        Input::Snapshot {
+                            snapshot: a,
+                            bad_frames: ab,
+                            frames: af,
+                        },
+                        Input::Snapshot {
+                            snapshot: b,
+                            bad_frames: bb,
+                            frames: bf,
+                        },
+                    ) => assert_eq!((a, ab, af), (b, bb, bf)),
+                    (a, b) => panic!("point {i}: {a:?} against {b:?}"),
+                }
+            }
+        }
+        // Every frame bad: the error of the capture read whole.
+        let mut o = Outline::default();
+        let mut c = o.begin_capture("c", 0);
+        let mut stream = snapshot::FrameStream::new(1 << 20, snapshot::Detail::Totals);
+        stream.push(&bad, |f| o.add_frame(&mut c, f));
+        stream.finish(|f| o.add_frame(&mut c, f));
+        o.end_capture(c);
+        let e = outline([("c", &bad[..])], &Limits::default()).unwrap_err();
+        assert_eq!(o.check_not_empty().unwrap_err().to_string(), e.to_string());
     }
 
     #[test]
