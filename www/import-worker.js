@@ -166,16 +166,25 @@ const held = (files) => async (reader) => {
   for (const [n, b] of files) reader.add_file(n, b);
 };
 
-// How much of a streamed capture is read at a time.
-const SLICE = 8 << 20;
-
-// Feeds the capture `input` to the reader a slice at a time (none held here).
+// Feeds the capture `input` to the reader as the file's stream hands it over (none of
+// it held here).
 async function streamCapture(reader, input, name) {
   const reading = performance.now();
   reader.begin_capture(name, input.size);
-  for (let at = 0; at < input.size; at += SLICE) {
-    reader.feed(new Uint8Array(await input.slice(at, at + SLICE).arrayBuffer()));
-    if (input.size > SLICE) progress(`decoding the frames of ${name}: ${MB(Math.min(input.size, at + SLICE))} of ${MB(input.size)}`);
+  phases.feed = 0;
+  const stream = input.stream().getReader();
+  let [at, told] = [0, 0];
+  for (;;) {
+    const { done, value } = await stream.read();
+    if (done) break;
+    const feeding = performance.now();
+    reader.feed(value);
+    phases.feed += performance.now() - feeding;
+    at += value.length;
+    if (at - told >= 64 << 20) {
+      told = at;
+      progress(`decoding the frames of ${name}: ${MB(at)} of ${MB(input.size)}`);
+    }
   }
   phases.read = performance.now() - reading;
 }

@@ -47,13 +47,18 @@ const RANGE = 250;
 async function fillAreas(worker) {
   const { growing } = await ask({ growing: true });
   if (!S || S.worker !== worker) return;
-  S.areas = { ...growing, values: growing.functions.map(() => []) };
+  // Per metric (bytes, objects), per function, per point; no objects when a point has
+  // none.
+  S.areas = { ...growing, values: { bytes: growing.functions.map(() => []), objects: growing.functions.map(() => []) } };
   const n = S.summary.points.length;
   let drawn = performance.now();
   for (let from = 0; from < n; from += RANGE) {
     const { values } = await ask({ areas: [from, Math.min(n, from + RANGE)] });
     if (!S || S.worker !== worker) return;
-    values.forEach((vs, k) => S.areas.values[k].push(...vs));
+    for (const m of ['bytes', 'objects']) {
+      if (!values[m]) S.areas.values[m] = null;
+      if (S.areas.values[m]) values[m].forEach((vs, k) => S.areas.values[m][k].push(...vs));
+    }
     if (performance.now() - drawn > 250 || from + RANGE >= n) {
       render();
       drawn = performance.now();
@@ -234,13 +239,13 @@ function render() {
     chart.append(t);
   }
   // Stacked areas: the growing functions from the bottom, then the rest of the heap.
-  const areas = S.metric === 'bytes' && S.areas;
+  const areas = S.areas && S.areas.values[S.metric];
   // Points whose areas are known so far (they come a range at a time).
-  const known = areas && areas.functions.length ? areas.values[0].length : 0;
+  const known = areas && areas.length ? areas[0].length : 0;
   if (known) {
     const base = new Array(known).fill(0);
-    const layers = areas.values.map((vs, k) => ({ name: areas.functions[k], vs, color: COLORS[k % COLORS.length] }));
-    const sum = base.map((_, i) => areas.values.reduce((a, vs) => a + vs[i], 0));
+    const layers = areas.map((vs, k) => ({ name: S.areas.functions[k], vs, color: COLORS[k % COLORS.length] }));
+    const sum = base.map((_, i) => areas.reduce((a, vs) => a + vs[i], 0));
     layers.push({ name: 'rest of the heap', vs: sum.map((s, i) => Math.max(0, vals[i] - s)), color: OTHER });
     for (const layer of layers) {
       const top = layer.vs.map((v, i) => base[i] + v);
@@ -321,17 +326,20 @@ function render() {
   };
 
   const legend = el('div', { class: 'series-legend', 'data-testid': 'series-legend' });
-  const complete = S.areas && (!S.areas.functions.length || S.areas.values[0].length === points.length);
+  const done = S.areas ? (S.areas.values.bytes[0] || []).length : 0;
+  const complete = S.areas && (!S.areas.functions.length || done === points.length);
   if (complete || S.areasError) legend.dataset.complete = '1';
-  if (S.metric === 'bytes' && S.areas) {
-    if (!complete) legend.append(el('span', { class: 'muted' }, `symbolizing the points… ${S.areas.values[0].length} of ${points.length}`));
+  if (S.areas && !S.areas.values[S.metric]) {
+    legend.append(el('span', { class: 'muted' }, `no ${S.metric} per function: a point has no inuse_objects`));
+  } else if (S.areas) {
+    if (!complete) legend.append(el('span', { class: 'muted' }, `symbolizing the points… ${done} of ${points.length}`));
     if (!S.areas.functions.length) legend.append(el('span', { class: 'muted' }, 'no function grew from the first point to the last'));
     S.areas.functions.forEach((f, k) => {
       const item = el('span', { class: 'key', title: f, 'data-function': f });
       item.append(el('i', { style: `background:${COLORS[k % COLORS.length]}` }), document.createTextNode(f));
       legend.append(item);
     });
-  } else if (S.metric === 'bytes' && !S.areasError) {
+  } else if (!S.areasError) {
     legend.append(el('span', { class: 'muted' }, 'finding the functions that grew…'));
   }
   if (S.areasError) legend.append(el('span', { class: 'series-error' }, `no areas: ${S.areasError}`));
@@ -353,8 +361,9 @@ function tipLines(i) {
   const p = S.summary.points[i];
   const lines = [`#${i} ${label(i)}`];
   if (p.bytes != null) lines.push(`in use: ${bytesLabel(p.bytes)} (${p.bytes.toLocaleString('en-US')} B) in ${p.objects.toLocaleString('en-US')} objects${p.exact ? '' : ' (sampled estimate)'}`);
-  if (S.areas && i < (S.areas.values[0] || []).length) {
-    S.areas.functions.forEach((f, k) => lines.push(`${f}: ${bytesLabel(S.areas.values[k][i])}`));
+  const areas = S.areas && S.areas.values[S.metric];
+  if (areas && i < (areas[0] || []).length) {
+    S.areas.functions.forEach((f, k) => lines.push(`${f}: ${valueLabel(areas[k][i])}`));
   }
   const drops = Object.entries(p.drops);
   if (drops.length) lines.push(`dropped: ${drops.map(([k, v]) => `${k}=${v}`).join(', ')}`);

@@ -22,9 +22,9 @@ const readTop = (page) => page.$$eval('[data-testid=top-row]', (rows) => rows.ma
   return { name: row.dataset.name, flat: v[0], flatPct: v[1], sumPct: v[2], cum: v[3], cumPct: v[4] };
 }));
 
-// Clicks point `i` of the chart where a user would, and waits for the views to show it
-// (the status line names the point's file).
-async function clickPoint(page, i, shift = false) {
+// Moves the pointer over point `i` of the chart: where it is, how many points the chart
+// has, and the tooltip shown.
+async function hover(page, i) {
   const hit = await page.$('[data-testid=series-hit]');
   const box = await hit.boundingBox();
   const chart = await page.$('[data-testid=series-chart]');
@@ -32,9 +32,16 @@ async function clickPoint(page, i, shift = false) {
   const [left, step] = await hit.evaluate((h) => [Number(h.dataset.left), Number(h.dataset.step)]);
   const n = Number(await chart.evaluate((c) => c.dataset.points));
   const at = { x: cbox.x + left + step * i, y: box.y + box.height / 2 };
-  const generation = await page.evaluate(() => performance.getEntriesByName('heapsnap:decoded').length);
   await page.mouse.move(at.x, at.y);
   const tip = await page.textContent('[data-testid=series-tip]');
+  return { at, n, tip };
+}
+
+// Clicks point `i` of the chart where a user would, and waits for the views to show it
+// (the status line names the point's file).
+async function clickPoint(page, i, shift = false) {
+  const generation = await page.evaluate(() => performance.getEntriesByName('heapsnap:decoded').length);
+  const { at, n, tip } = await hover(page, i);
   if (shift) await page.keyboard.down('Shift');
   await page.mouse.click(at.x, at.y);
   if (shift) await page.keyboard.up('Shift');
@@ -86,6 +93,11 @@ try {
   await page.waitForFunction((g) => performance.getEntriesByName('heapsnap:decoded').length > g, generation);
   result.peak = await page.$$eval('[data-testid=series-selected]', (s) => s.map((x) => Number(x.dataset.index)));
   result.peakBase = await page.$('.chip[title="Stop comparing"]').then((c) => c !== null);
+  // Objects: the same functions' object counts at the last point (its tooltip lines).
+  await page.selectOption('[data-testid=series-metric]', 'objects');
+  await hover(page, Number(second));
+  result.objectsTip = await page.$$eval('[data-testid=series-tip] div', (d) => d.map((x) => x.textContent).join('\n'));
+  result.objectsLegend = await page.$$eval('[data-testid=series-legend] .key', (k) => k.map((x) => x.dataset.function));
   // Opening another file ends the series: the chart goes away.
   await page.setInputFiles('[data-testid=file-input]', [elf]);
   await page.waitForSelector('#series', { state: 'hidden' });

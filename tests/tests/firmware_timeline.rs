@@ -406,6 +406,17 @@ fn timeline_of_the_snapshot_files_given_out_of_order_is_by_cycle() {
 /// `go tool pprof -top` rows (exact bytes) of what `heapsnap convert --elf` makes of
 /// `input` (`CAPTURE@i`), or of its diff against `base`.
 fn pprof_rows(input: &str, base: Option<&str>, elf: &Path, dir: &Path) -> Vec<e2e::TopRow> {
+    pprof_rows_of(input, base, elf, dir, "inuse_space")
+}
+
+/// [`pprof_rows`] for the sample type `sample_index`.
+fn pprof_rows_of(
+    input: &str,
+    base: Option<&str>,
+    elf: &Path,
+    dir: &Path,
+    sample_index: &str,
+) -> Vec<e2e::TopRow> {
     let convert = |input: &str, name: &str| {
         let pb = dir.join(name);
         run(heapsnap_cmd(&["convert", input], elf).arg("-o").arg(&pb));
@@ -416,7 +427,7 @@ fn pprof_rows(input: &str, base: Option<&str>, elf: &Path, dir: &Path) -> Vec<e2
         "-top".to_owned(),
         "-nodefraction=0".to_owned(),
         "-unit=bytes".to_owned(),
-        "-sample_index=inuse_space".to_owned(),
+        format!("-sample_index={sample_index}"),
     ];
     if let Some(b) = base {
         args.push(format!("-diff_base={}", convert(b, "base.pb.gz").display()));
@@ -550,6 +561,32 @@ fn the_viewer_charts_a_capture_and_shows_its_points_and_their_diff() {
         .0;
     assert_eq!(r["peak"], serde_json::json!([peak]), "{r}");
     assert_eq!(r["peakBase"], false, "{r}");
+    // Objects: the areas are the same functions' object counts, as pprof's
+    // inuse_objects table of that point says (0 for a function without a row).
+    assert_eq!(r["objectsLegend"], r["legend"], "{r}");
+    let tip = r["objectsTip"].as_str().unwrap();
+    let theirs = pprof_rows_of(
+        &format!("{capture}@{last}"),
+        None,
+        &elf,
+        &dir,
+        "inuse_objects",
+    );
+    for f in &legend {
+        let line = tip
+            .lines()
+            .find(|l| l.strip_prefix(f).is_some_and(|r| r.starts_with(": ")))
+            .unwrap_or_else(|| panic!("no line for {f} in the objects tooltip: {tip}"));
+        let shown: i64 = line[f.len() + 2..].replace(',', "").parse().expect(line);
+        let want = theirs.iter().find(|t| t.name == *f).map_or(0, |t| t.flat);
+        assert_eq!(shown, want, "{f} at the last point: {tip}");
+    }
+    assert!(
+        theirs
+            .iter()
+            .any(|t| legend.contains(&t.name.as_str()) && t.flat > 0),
+        "no growing function holds objects at the last point: {theirs:?}"
+    );
     // Another file ends the series; the demo's link opens the same chart.
     assert_eq!(r["closed"], true, "{r}");
     assert_eq!(r["linkPoints"], cap.offsets.len(), "{r}");

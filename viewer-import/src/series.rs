@@ -252,14 +252,17 @@ impl SeriesReader {
         Ok(json!({ "unit": unit, "functions": self.growing }).to_string())
     }
 
-    /// Each growing function's in-use bytes (its flat value in the point's top table)
-    /// at the points `from..to`, as JSON `[[per point] per function]`. A range at a
+    /// Each growing function's in-use bytes and objects (its flat values in the point's
+    /// top tables) at the points `from..to`, as JSON `{"bytes": [[per point] per
+    /// function], "objects": …}` (`objects` null when a point has no `inuse_objects`:
+    /// the chart then stacks bytes only). A range at a
     /// time, so the worker answers clicks between ranges; the addresses resolved are
     /// kept, so the ELF is read again only for an address not seen before.
     pub fn areas(&mut self, from: usize, to: usize) -> Result<String, String> {
         let to = to.min(self.outline.rows.len());
         self.keep_reference()?;
         let mut values = vec![Vec::with_capacity(to.saturating_sub(from)); self.growing.len()];
+        let mut objects = Some(values.clone());
         let mut symbols = Cached {
             seen: &mut self.seen,
             mappings: &mut self.mappings,
@@ -292,8 +295,16 @@ impl SeriesReader {
             for (v, f) in values.iter_mut().zip(flat) {
                 v.push(f);
             }
+            objects = objects
+                .zip(flat_of(&p, "inuse_objects", &self.growing).ok())
+                .map(|(mut o, flat)| {
+                    for (v, f) in o.iter_mut().zip(flat) {
+                        v.push(f);
+                    }
+                    o
+                });
         }
-        Ok(json!(values).to_string())
+        Ok(json!({ "bytes": values, "objects": objects }).to_string())
     }
 }
 
