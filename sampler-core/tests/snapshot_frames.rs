@@ -234,15 +234,7 @@ impl std::io::Read for Trickle<'_> {
 #[test]
 fn streamed_capture_yields_the_frames_of_the_whole_capture() {
     use sampler_core::snapshot::decode_frames_from;
-    let mut cap = b"boot banner\r\n".to_vec();
-    cap.extend(encode_framed_to_vec(&numbered(1)).unwrap());
-    cap.extend([0u8; 77]);
-    let mut bad = encode_framed_to_vec(&numbered(2)).unwrap();
-    bad[13] ^= 0x04;
-    cap.extend(&bad);
-    cap.extend(encode_framed_to_vec(&numbered(3)).unwrap());
-    let torn = encode_framed_to_vec(&numbered(4)).unwrap();
-    cap.extend(&torn[..30]);
+    let cap = mixed_capture(77);
     let whole = decode_frames(&cap).frames;
     assert_eq!(whole.len(), 5);
     for step in [1, 3, 8, 9, 64, 1 << 20] {
@@ -290,15 +282,7 @@ fn streamed_capture_yields_the_frames_of_the_whole_capture() {
 fn pushed_chunks_yield_the_frames_of_the_whole_capture_and_frames_decode_from_a_window() {
     use sampler_core::snapshot::FrameStream;
     use sampler_core::snapshot::{decode_frame, decode_frame_in, decode_frames_with, Detail};
-    let mut cap = b"boot banner\r\n".to_vec();
-    cap.extend(encode_framed_to_vec(&numbered(1)).unwrap());
-    cap.extend([0u8; 1500]);
-    let mut bad = encode_framed_to_vec(&numbered(2)).unwrap();
-    bad[13] ^= 0x04;
-    cap.extend(&bad);
-    cap.extend(encode_framed_to_vec(&numbered(3)).unwrap());
-    let torn = encode_framed_to_vec(&numbered(4)).unwrap();
-    cap.extend(&torn[..30]);
+    let cap = mixed_capture(1500);
     let mut whole = Vec::new();
     decode_frames_with(&cap, Detail::Totals, |f| whole.push(f));
     assert_eq!(whole.len(), 5);
@@ -338,6 +322,21 @@ fn pushed_chunks_yield_the_frames_of_the_whole_capture_and_frames_decode_from_a_
         .unwrap_err()
         .to_string();
     assert_eq!(in_window, in_whole);
+}
+
+/// A boot banner, a good frame, `zeros` idle delimiters, a corrupt frame, a good frame
+/// and a torn one: every case a capture reader meets.
+fn mixed_capture(zeros: usize) -> Vec<u8> {
+    let mut cap = b"boot banner\r\n".to_vec();
+    cap.extend(encode_framed_to_vec(&numbered(1)).unwrap());
+    cap.extend(vec![0u8; zeros]);
+    let mut bad = encode_framed_to_vec(&numbered(2)).unwrap();
+    bad[13] ^= 0x04;
+    cap.extend(&bad);
+    cap.extend(encode_framed_to_vec(&numbered(3)).unwrap());
+    let torn = encode_framed_to_vec(&numbered(4)).unwrap();
+    cap.extend(&torn[..30]);
+    cap
 }
 
 /// Where `chunk` (a slice of `cap`) starts in `cap`.

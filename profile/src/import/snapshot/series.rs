@@ -914,6 +914,39 @@ mod tests {
 
     /// The outline of `files` against their series read whole: the same points, bad
     /// frames and order, and each point's input decoded in full on demand is the item's.
+    /// Ends `cap` with a corrupt frame between good ones and a torn one; returns the
+    /// corrupt frame.
+    fn end_badly(cap: &mut Vec<u8>) -> Vec<u8> {
+        let mut bad = framed(&snap(7, 320));
+        let mid = bad.len() / 2;
+        bad[mid] ^= 0x55;
+        cap.extend(&bad);
+        cap.extend(framed(&snap(9, 48)));
+        let torn = framed(&snap(8, 640));
+        cap.extend(&torn[..torn.len() / 2]);
+        bad
+    }
+
+    /// The point `i` as an outline decodes it is the point read whole.
+    fn same_input(i: usize, got: &Input, want: &Input) {
+        match (got, want) {
+            (
+                Input::Snapshot {
+                    snapshot: a,
+                    bad_frames: ab,
+                    frames: af,
+                },
+                Input::Snapshot {
+                    snapshot: b,
+                    bad_frames: bb,
+                    frames: bf,
+                },
+            ) => assert_eq!((a, ab, af), (b, bb, bf)),
+            (Input::Profile(a), Input::Profile(b)) => assert_eq!(a, b),
+            (a, b) => panic!("point {i}: {a:?} against {b:?}"),
+        }
+    }
+
     fn same_as_read_series(files: &[(&str, &[u8])]) {
         let s = read_series(files.iter().copied(), &Limits::default()).unwrap();
         let o = outline(files.iter().copied(), &Limits::default()).unwrap();
@@ -925,22 +958,7 @@ mod tests {
         );
         assert_eq!((o.bad.clone(), o.frames), (s.bad.clone(), s.frames));
         for (i, item) in s.items.iter().enumerate() {
-            match (&*o.input(i, &bytes).unwrap(), &item.input) {
-                (
-                    Input::Snapshot {
-                        snapshot: a,
-                        bad_frames: ab,
-                        frames: af,
-                    },
-                    Input::Snapshot {
-                        snapshot: b,
-                        bad_frames: bb,
-                        frames: bf,
-                    },
-                ) => assert_eq!((a, ab, af), (b, bb, bf)),
-                (Input::Profile(a), Input::Profile(b)) => assert_eq!(a, b),
-                (a, b) => panic!("point {i}: {a:?} against {b:?}"),
-            }
+            same_input(i, &o.input(i, &bytes).unwrap(), &item.input);
         }
         let e = o.input(s.items.len(), &bytes).unwrap_err().to_string();
         assert_eq!(
@@ -968,14 +986,7 @@ mod tests {
             s.version = snapshot::VERSION_OBJECTS;
             cap.extend(framed(&s));
         }
-        // A corrupt frame between good ones, and a torn one at the end.
-        let mut bad = framed(&snap(7, 320));
-        let mid = bad.len() / 2;
-        bad[mid] ^= 0x55;
-        cap.extend(&bad);
-        cap.extend(framed(&snap(9, 48)));
-        let torn = framed(&snap(8, 640));
-        cap.extend(&torn[..torn.len() / 2]);
+        end_badly(&mut cap);
         same_as_read_series(&[("cap", &cap)]);
         // Plain files, ordered by cycle; a profile among them keeps the order given.
         let (a, b) = (snap(9, 16).encode().unwrap(), snap(2, 32).encode().unwrap());
@@ -1004,13 +1015,7 @@ mod tests {
             cap.extend(framed(&snap(c, 160 * c)));
             cap.extend([0u8; 700]);
         }
-        let mut bad = framed(&snap(7, 320));
-        let mid = bad.len() / 2;
-        bad[mid] ^= 0x55;
-        cap.extend(&bad);
-        cap.extend(framed(&snap(9, 48)));
-        let torn = framed(&snap(8, 640));
-        cap.extend(&torn[..torn.len() / 2]);
+        let bad = end_badly(&mut cap);
         let whole = outline([("cap", &cap[..])], &Limits::default()).unwrap();
         let series = read_series([("cap", &cap[..])], &Limits::default()).unwrap();
         for step in [1, 5, 512, 1000, 1 << 20] {
@@ -1030,21 +1035,7 @@ mod tests {
                 assert_eq!(file, 0);
                 let base = offset.saturating_sub(3);
                 let window = &cap[base..offset + len];
-                match (&*o.input_in(i, window, base).unwrap(), &item.input) {
-                    (
-                        Input::Snapshot {
-                            snapshot: a,
-                            bad_frames: ab,
-                            frames: af,
-                        },
-                        Input::Snapshot {
-                            snapshot: b,
-                            bad_frames: bb,
-                            frames: bf,
-                        },
-                    ) => assert_eq!((a, ab, af), (b, bb, bf)),
-                    (a, b) => panic!("point {i}: {a:?} against {b:?}"),
-                }
+                same_input(i, &o.input_in(i, window, base).unwrap(), &item.input);
             }
         }
         // Every frame bad: the error of the capture read whole.
