@@ -7,8 +7,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use sampler_core::snapshot::{
-    decode_frame_in, decode_frames, decode_frames_with, encode_framed_to_vec, Detail,
-    FrameStream,
+    decode_frame_in, decode_frames, decode_frames_with, encode_framed_to_vec, Detail, FrameStream,
 };
 
 fuzz_target!(|data: &[u8]| {
