@@ -3,9 +3,9 @@
 // (www/import-worker.js). Driven by tests/tests/viewer_import.rs and
 // tests/tests/firmware_e2e.rs. Usage:
 //   node viewer_import.mjs WWW OUT_DIR NAME=FILE[,FILE...]...
-// Writes OUT_DIR/result.json ({ errors, cases: { NAME: { error, status, comments,
-// sampleType, sampleTypes, top (the default type's rows), tops (every type's), importer,
-// answers } } }) and OUT_DIR/NAME.png.
+// Writes OUT_DIR/result.json ({ errors, cases: { NAME: { error, status, retention (the
+// retention profile's label, or null), comments, sampleType, sampleTypes, top (the default
+// type's rows), tops (every type's), importer, answers } } }) and OUT_DIR/NAME.png.
 import fs from 'node:fs';
 import path from 'node:path';
 import { serve, launch } from './lib.mjs';
@@ -32,6 +32,7 @@ try {
     r.status = await page.$eval('.status', (e) => e.textContent).catch(() => null);
     r.importer = await page.evaluate(() => performance.getEntriesByName('heapsnap:importer').length);
     if (!r.error) {
+      r.retention = await page.$eval('[data-testid=comments] li.retention', (e) => e.textContent).catch(() => null);
       r.comments = await page.$$eval('[data-testid=comments] li', (li) => li.map((l) => l.textContent));
       r.sampleType = await page.$eval('[data-testid=sample-type]', (s) => s.value);
       r.sampleTypes = await page.$$eval('[data-testid=sample-type] option', (o) => o.map((x) => x.value));

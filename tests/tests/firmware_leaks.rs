@@ -4,7 +4,8 @@
 //! `heapsnap leaks` and `heapsnap retain` and `go tool pprof`. The firmware counts what
 //! it loses itself (`lost: N blocks, B bytes` in its console log): the check must find
 //! exactly that, at the right line, and the retention profile must put the unpruned
-//! cache under the static that holds it.
+//! cache under the static that holds it, which the viewer labels as a retention profile
+//! (in headless Chromium: that test also needs the bundle, `cargo xtask viewer`).
 //!
 //! Fails (never skips) when the artifacts are missing, like `firmware_e2e`.
 
@@ -231,8 +232,72 @@ fn retention_profile_puts_the_cache_under_the_static_that_holds_it() {
     assert_eq!(row("[definitely lost]").cum, bytes as i64);
     let comments = pprof(&["-comments"], &pb);
     assert!(
-        comments.contains("heapsnap retention profile"),
+        comments.contains(heapsnap_profile::leaks::RETENTION_COMMENT),
         "{comments}"
+    );
+}
+
+/// The viewer, in headless Chromium, labels the retention profile as one (its frames are
+/// references, not calls), and not the heap profile of the same snapshot.
+#[test]
+fn the_viewer_labels_the_retention_profile_and_not_the_heap_profile() {
+    let (leaks, elf) = artifacts();
+    let (_, _, addr) = ground_truth(&leaks);
+    let retention = retained(&leaks, &elf, &addr, "retained-viewer.pb.gz");
+    let heap = e2e::convert_snapshot(
+        &elf,
+        &leaks.join("leaks-snap.bin"),
+        "firmware-leaks",
+        "heap-viewer.pb.gz",
+    );
+    let dir = target_dir().join("firmware-leaks").join("viewer");
+    let result = e2e::open_in_viewer(
+        &dir,
+        &[
+            ("retention", vec![retention.as_path()]),
+            ("heap", vec![heap.as_path()]),
+        ],
+    );
+    let case = |name: &str| {
+        let c = &result[name];
+        assert!(c["error"].is_null(), "{name}: the page refused it: {c}");
+        assert!(c["status"].is_string(), "{name}: not loaded: {c}");
+        c
+    };
+    let label = case("retention")["retention"]
+        .as_str()
+        .unwrap_or_else(|| {
+            panic!(
+                "no retention label on the retention profile: {}",
+                result["retention"]
+            )
+        })
+        .to_owned();
+    assert_eq!(label, heapsnap_profile::leaks::RETENTION_COMMENT);
+    // On top of the profile's notes, where it is read first.
+    assert_eq!(
+        case("retention")["comments"][0].as_str(),
+        Some(label.as_str())
+    );
+    assert!(
+        label.starts_with("Retention profile") && label.contains("not a call stack"),
+        "{label}"
+    );
+    // The same profile: its frames are the holders.
+    let names: Vec<&str> = case("retention")["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&HOLDER),
+        "{HOLDER} not in the page's top table: {names:?}"
+    );
+    assert!(
+        case("heap")["retention"].is_null(),
+        "the heap profile is labelled a retention profile: {}",
+        result["heap"]
     );
 }
 
