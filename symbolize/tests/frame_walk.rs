@@ -12,9 +12,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use heapsnap_profile::leaks::{Image, Memory};
-use heapsnap_symbolize::{stack_roots, Elf, Registers, StackRoots};
+use heapsnap_symbolize::{read_core, stack_roots, Elf, Registers, StackRoots};
 
 const EM_X86_64: u16 = 62;
 
@@ -60,6 +61,18 @@ struct Truth {
     values: BTreeMap<(String, String), u64>,
     /// (function, variable) -> address, when it lives in memory (-O0).
     addrs: BTreeMap<(String, String), u64>,
+    /// gdb's `gcore` of the process at the stop.
+    core: PathBuf,
+}
+
+/// The stop at `-O{opt}` (0 or 2), once for all tests (they share its files).
+fn truth(opt: u32) -> &'static Truth {
+    static O0: OnceLock<Truth> = OnceLock::new();
+    static O2: OnceLock<Truth> = OnceLock::new();
+    match opt {
+        0 => O0.get_or_init(|| under_gdb(0)),
+        _ => O2.get_or_init(|| under_gdb(2)),
+    }
 }
 
 /// Build the fixture at `-O{opt}` (non-PIE: the run's addresses are the ELF's) and
@@ -105,6 +118,9 @@ fn under_gdb(opt: u32) -> Truth {
     ex.push("set $hi = $sp + 512".into());
     ex.push("printf \"@@stack %lu %lu\\n\", $lo, $hi".into());
     ex.push(format!("dump binary memory {} $lo $hi", dump.display()));
+    let core = dir.join(format!("frame_chain_O{opt}.core"));
+    let _ = std::fs::remove_file(&core);
+    ex.push(format!("gcore {}", core.display()));
     ex.push("kill".into());
     let mut gdb = Command::new("gdb");
     gdb.args(["-nx", "-batch"]);
@@ -173,25 +189,26 @@ fn under_gdb(opt: u32) -> Truth {
         frames,
         values,
         addrs,
+        core,
     }
 }
 
 /// The walk on gdb's registers and stack, with the fixture's ELF.
 fn walk(t: &Truth) -> StackRoots {
     let data = std::fs::read(&t.exe).unwrap();
-    let elf = Elf::parse("frame_chain", &data).unwrap();
-    assert_eq!(elf.machine(), EM_X86_64, "the host is x86-64");
     let mut regs = Registers::default();
-    regs.parse_text(elf.machine(), &t.registers, "info registers")
+    regs.parse_text(EM_X86_64, &t.registers, "info registers")
         .unwrap();
-    assert_eq!(
-        regs.sp(EM_X86_64),
-        Some(t.stack.addr),
-        "the dump starts at sp"
-    );
     let range = (t.stack.addr, t.stack.addr + t.stack.bytes.len() as u64);
     let memory = Memory::new(vec![t.stack.clone()], 8, false).unwrap();
-    stack_roots(&elf, &data, &memory, &regs, range)
+    walk_in(&data, &memory, &regs, range)
+}
+
+fn walk_in(data: &[u8], memory: &Memory, regs: &Registers, range: (u64, u64)) -> StackRoots {
+    let elf = Elf::parse("frame_chain", data).unwrap();
+    assert_eq!(elf.machine(), EM_X86_64, "the host is x86-64");
+    assert_eq!(regs.sp(EM_X86_64), Some(range.0), "the stack starts at sp");
+    stack_roots(&elf, data, memory, regs, range)
 }
 
 /// Every local gdb reads is found by the walk holding the same pointer: on the stack
@@ -263,8 +280,8 @@ fn check_frames(t: &Truth, w: &StackRoots) {
 
 #[test]
 fn at_o0_the_walk_names_the_frames_and_finds_each_local_where_gdb_has_it() {
-    let t = under_gdb(0);
-    let w = walk(&t);
+    let t = truth(0);
+    let w = walk(t);
     check_frames(&t, &w);
     let found = check_locals(&t, &w);
     eprintln!("found: {found:?}");
@@ -291,8 +308,8 @@ fn at_o0_the_walk_names_the_frames_and_finds_each_local_where_gdb_has_it() {
 
 #[test]
 fn at_o2_locals_in_callee_saved_registers_are_found_live_or_where_a_callee_saved_them() {
-    let t = under_gdb(2);
-    let w = walk(&t);
+    let t = truth(2);
+    let w = walk(t);
     check_frames(&t, &w);
     let found = check_locals(&t, &w);
     eprintln!("found: {found:?}");
@@ -310,4 +327,50 @@ fn at_o2_locals_in_callee_saved_registers_are_found_live_or_where_a_callee_saved
         found.values().any(|p| p.contains(" (r")),
         "no local found live in a register: {found:?}"
     );
+}
+
+/// The same stop as a core file (gdb's `gcore`): its registers are gdb's, its memory
+/// holds gdb's stack dump word for word, and the walk over the core alone (the stack
+/// from sp to the end of the segment holding it) names the same frames and locals.
+#[test]
+fn a_gcore_core_file_gives_gdbs_registers_and_stack_and_the_same_walk() {
+    let t = truth(2);
+    let bytes = std::fs::read(&t.core).unwrap();
+    let core = read_core("frame_chain.core", &bytes).unwrap();
+    assert_eq!(core.machine, EM_X86_64);
+    let mut gdb = Registers::default();
+    gdb.parse_text(EM_X86_64, &t.registers, "info registers")
+        .unwrap();
+    assert_eq!(core.registers.pc, gdb.pc);
+    assert_eq!(core.registers.regs, gdb.regs);
+    assert_eq!(gdb.regs.len(), 16, "gdb's general-purpose registers");
+    let memory = Memory::new(core.images.clone(), 8, false).unwrap();
+    for (k, w) in t.stack.bytes.chunks(8).enumerate() {
+        let a = t.stack.addr + 8 * k as u64;
+        assert_eq!(
+            memory.read_word(a),
+            Some(u64::from_le_bytes(w.try_into().unwrap())),
+            "the core's word at {a:#x}"
+        );
+    }
+    let sp = core.registers.sp(EM_X86_64).unwrap();
+    let top = core.image_end(sp).expect("a segment holds the stack");
+    assert!(top >= t.stack.addr + t.stack.bytes.len() as u64);
+    let exe = std::fs::read(&t.exe).unwrap();
+    let w = walk_in(&exe, &memory, &core.registers, (sp, top));
+    check_frames(&t, &w);
+    check_locals(&t, &w);
+}
+
+/// Not a core: an executable is refused as one, with its name and what a core is.
+#[test]
+fn an_executable_is_not_taken_for_a_core() {
+    let t = truth(0);
+    let e = read_core("frame_chain_O0", &std::fs::read(&t.exe).unwrap()).unwrap_err();
+    assert!(
+        e.contains("frame_chain_O0") && e.contains("not a core file"),
+        "{e}"
+    );
+    let e = read_core("x.bin", b"not an elf").unwrap_err();
+    assert!(e.contains("x.bin: not an ELF file"), "{e}");
 }
