@@ -282,8 +282,8 @@ fn check_frames(t: &Truth, w: &StackRoots) {
 fn at_o0_the_walk_names_the_frames_and_finds_each_local_where_gdb_has_it() {
     let t = truth(0);
     let w = walk(t);
-    check_frames(&t, &w);
-    let found = check_locals(&t, &w);
+    check_frames(t, &w);
+    let found = check_locals(t, &w);
     eprintln!("found: {found:?}");
     // At -O0 every local lives in its frame, at the frame base.
     for (name, place) in &found {
@@ -310,8 +310,8 @@ fn at_o0_the_walk_names_the_frames_and_finds_each_local_where_gdb_has_it() {
 fn at_o2_locals_in_callee_saved_registers_are_found_live_or_where_a_callee_saved_them() {
     let t = truth(2);
     let w = walk(t);
-    check_frames(&t, &w);
-    let found = check_locals(&t, &w);
+    check_frames(t, &w);
+    let found = check_locals(t, &w);
     eprintln!("found: {found:?}");
     // `middle` keeps its node in a callee-saved register that `leaf` pushes: the walk
     // must read it from leaf's save slot (a restored register), not from the register
@@ -358,8 +358,8 @@ fn a_gcore_core_file_gives_gdbs_registers_and_stack_and_the_same_walk() {
     assert!(top >= t.stack.addr + t.stack.bytes.len() as u64);
     let exe = std::fs::read(&t.exe).unwrap();
     let w = walk_in(&exe, &memory, &core.registers, (sp, top));
-    check_frames(&t, &w);
-    check_locals(&t, &w);
+    check_frames(t, &w);
+    check_locals(t, &w);
 }
 
 /// Not a core: an executable is refused as one, with its name and what a core is.
