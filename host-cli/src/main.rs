@@ -88,8 +88,18 @@ struct LeakArgs {
     elf: PathBuf,
     /// A RAM image and the address of its first byte, FILE@ADDR (repeatable; raw bytes
     /// as gdb's `dump binary memory`, `probe-rs read` or semihosting write them).
-    #[arg(long = "ram", value_name = "FILE@ADDR", required = true)]
+    #[arg(
+        long = "ram",
+        value_name = "FILE@ADDR",
+        required_unless_present = "core"
+    )]
     ram: Vec<String>,
+    /// An ELF core file (gdb's `gcore`, a kernel's core dump) instead of or beside the
+    /// RAM images: its segments are the memory, its first thread's registers the
+    /// registers (--regs and --reg override them), and without a stack-top symbol the
+    /// stack runs from their sp to the end of the segment holding it.
+    #[arg(long, value_name = "FILE")]
+    core: Option<PathBuf>,
     /// A stack range to scan as a root too, LO..HI (the live part: from the captured
     /// stack pointer to the stack's top). Default with --regs: from their sp to the
     /// ELF's stack top (`_stack_start`, `__StackTop`, `_estack`…).
@@ -673,9 +683,30 @@ fn leak_check<R>(
             bytes,
         });
     }
+    let core = match &a.core {
+        Some(f) => {
+            let data = read_capped(f, "core file", limits.input_size, "input-size", b"\x7fELF")?;
+            let core = heapsnap_symbolize::read_core(&f.display().to_string(), &data)
+                .map_err(anyhow::Error::msg)?;
+            if core.machine != elf.machine() {
+                bail!(
+                    "--core {}: a core of ELF machine {} but {name} is for machine {}: not this program's core",
+                    f.display(),
+                    core.machine,
+                    elf.machine()
+                );
+            }
+            Some(core)
+        }
+        None => None,
+    };
+    images.extend(core.iter().flat_map(|c| c.images.iter().cloned()));
     let mut memory = leaks::Memory::new(images, statics.word_size, statics.big_endian)?;
     let mut roots = statics.roots.clone();
-    let mut regs = heapsnap_symbolize::Registers::default();
+    let mut regs = core
+        .as_ref()
+        .map(|c| c.registers.clone())
+        .unwrap_or_default();
     if let Some(f) = &a.regs {
         let text = std::fs::read_to_string(f)
             .with_context(|| format!("--regs {}: cannot read it", f.display()))?;
@@ -706,18 +737,29 @@ fn leak_check<R>(
             Some((lo, hi))
         }
         None => match regs.sp(elf.machine()) {
-            Some(sp) => {
-                let (sym, top) = heapsnap_symbolize::stack_top(&bytes).with_context(|| {
-                    format!("the registers give sp = {sp:#x} but {name} has no stack-top symbol (_stack_start, __StackTop, _estack): give the stack with --stack {sp:#x}..TOP")
-                })?;
-                if top < sp {
-                    bail!("the registers' sp {sp:#x} is above the stack top {top:#x} ({sym} in {name}): not this program's registers, or give --stack LO..HI");
+            Some(sp) => match (
+                heapsnap_symbolize::stack_top(&bytes),
+                core.as_ref().and_then(|c| c.image_end(sp)),
+            ) {
+                (None, Some(top)) => {
+                    notes.push(format!(
+                        "note: stack {sp:#x}..{top:#x}: from the registers' sp to the end of the core's segment holding it"
+                    ));
+                    Some((sp, top))
                 }
-                notes.push(format!(
-                    "note: stack {sp:#x}..{top:#x}: from the registers' sp to {sym}"
-                ));
-                Some((sp, top))
-            }
+                (symbol, _) => {
+                    let (sym, top) = symbol.with_context(|| {
+                        format!("the registers give sp = {sp:#x} but {name} has no stack-top symbol (_stack_start, __StackTop, _estack): give the stack with --stack {sp:#x}..TOP")
+                    })?;
+                    if top < sp {
+                        bail!("the registers' sp {sp:#x} is above the stack top {top:#x} ({sym} in {name}): not this program's registers, or give --stack LO..HI");
+                    }
+                    notes.push(format!(
+                        "note: stack {sp:#x}..{top:#x}: from the registers' sp to {sym}"
+                    ));
+                    Some((sp, top))
+                }
+            },
             None => None,
         },
     };

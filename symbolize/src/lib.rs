@@ -4,11 +4,13 @@
 //! library's snapshot importer asks for). Pure computation over bytes (files are read
 //! by the caller, see [`Loader`]), so it builds for wasm32 too.
 
+mod core;
 mod frames;
 mod resolve;
 mod statics;
 mod types;
 
+pub use core::{read_core, Core};
 pub use frames::{stack_roots, stack_top, Frame, Registers, StackRoots};
 pub use heapsnap_profile::import::{hex, machine_name, SymFrame};
 pub use resolve::{snapshot_profile, ConvertError, Loader, Resolver};

@@ -6,7 +6,8 @@
 //! path must name the fields and elements that hold it (`HOLDER`, `list`, `[10+]`,
 //! `Message.body`), while objects reached through untyped memory (a pointer kept in an
 //! integer, a `void *`) stay conservative: found, and named by their holder's
-//! allocation.
+//! allocation. The C fixture's heap also has valgrind's harder cases: a buffer held
+//! only by an interior pointer, an unreachable cycle, self-referencing nodes.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -67,8 +68,13 @@ fn build_rust_once() -> PathBuf {
     exe
 }
 
-/// Build the C fixture the same way.
+/// Build the C fixture the same way (once: two tests run it).
 fn build_c() -> PathBuf {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(build_c_once).clone()
+}
+
+fn build_c_once() -> PathBuf {
     let exe = out_dir().join("typed_holder_c");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     check(
@@ -293,5 +299,39 @@ fn c_fixture_paths_name_members_array_elements_and_list_links() {
     );
     assert_eq!(s.path("u.body"), frames(&[H, "u", "<alloc u>"]));
     assert!(!s.typed("opaque") && s.typed("boxed"));
-    assert!(!s.leaks.has_leaks());
+    // A node that points to itself, held: reachable, the self-reference not a step.
+    assert_eq!(s.path("loop"), frames(&[H, "loop"]));
+    // Everything else the static holds is reachable.
+    let lost = ["inside", "cycle_a", "cycle_b", "lost_self"];
+    for (addr, name) in &s.names {
+        if !lost.contains(&name.as_str()) {
+            assert_eq!(
+                s.category(name),
+                Category::StillReachable,
+                "{name} at {addr:#x}"
+            );
+        }
+    }
+}
+
+/// valgrind's categories on a real C program's heap: a buffer held only by a pointer
+/// into its middle is possibly lost; of two nodes that point to each other and that
+/// nothing else holds, one is definitely lost and the other indirectly; a node that
+/// points only to itself is definitely lost (its own pointer does not keep it).
+#[test]
+fn c_fixture_interior_pointers_cycles_and_self_references_get_valgrinds_categories() {
+    let s = scan(&build_c(), "HOLDER", true);
+    assert_eq!(s.category("inside"), Category::PossiblyLost);
+    let cycle = [s.category("cycle_a"), s.category("cycle_b")];
+    assert!(
+        cycle.contains(&Category::DefinitelyLost) && cycle.contains(&Category::IndirectlyLost),
+        "{cycle:?}"
+    );
+    assert_eq!(s.category("lost_self"), Category::DefinitelyLost);
+    assert_eq!(s.category("loop"), Category::StillReachable);
+    // The conservative scan agrees.
+    let plain = scan(&build_c(), "HOLDER", false);
+    for name in ["inside", "cycle_a", "cycle_b", "lost_self", "loop"] {
+        assert_eq!(plain.category(name), s.category(name), "{name}");
+    }
 }

@@ -3,11 +3,11 @@
 // (www/import-worker.js). Driven by tests/tests/viewer_import.rs and
 // tests/tests/firmware_e2e.rs. Usage:
 //   node viewer_import.mjs WWW OUT_DIR NAME=FILE[,FILE...]...
-// Writes OUT_DIR/result.json ({ errors, cases: { NAME: { error, status, comments,
-// sampleType, sampleTypes, top (the default type's rows), tops (every type's), importer,
-// answers } } }) and OUT_DIR/NAME.png. A case whose NAME starts with `series` is a
-// capture the page charts: its case also has `points` (the chart's) and `phases` (the
-// importer's, with its wasm `memory` in bytes).
+// Writes OUT_DIR/result.json ({ errors, cases: { NAME: { error, status, retention (the
+// retention profile's label, or null), comments, sampleType, sampleTypes, top (the default
+// type's rows), tops (every type's), importer, answers } } }) and OUT_DIR/NAME.png. A case
+// whose NAME starts with `series` is a capture the page charts: its case also has
+// `points` (the chart's) and `phases` (the importer's, with its wasm `memory` in bytes).
 import fs from 'node:fs';
 import path from 'node:path';
 import { serve, launch } from './lib.mjs';
@@ -39,6 +39,7 @@ try {
       r.phases = await page.evaluate(() => window.__heapsnapSeriesPhases);
     }
     if (!r.error) {
+      r.retention = await page.$eval('[data-testid=comments] li.retention', (e) => e.textContent).catch(() => null);
       r.comments = await page.$$eval('[data-testid=comments] li', (li) => li.map((l) => l.textContent));
       r.sampleType = await page.$eval('[data-testid=sample-type]', (s) => s.value);
       r.sampleTypes = await page.$$eval('[data-testid=sample-type] option', (o) => o.map((x) => x.value));

@@ -461,8 +461,8 @@ pub fn browser_script(
 
 /// Opens each case's files together through the viewer's file input, one fresh page
 /// per case (`tests/browser/viewer_import.mjs`), and returns each case's report by
-/// name (`error`, `status`, `comments`, `sampleType`, `sampleTypes`, `top`, `tops`,
-/// `importer`, `answers`: see the script). Fails if the page threw anywhere.
+/// name (`error`, `status`, `retention`, `comments`, `sampleType`, `sampleTypes`, `top`,
+/// `tops`, `importer`, `answers`: see the script). Fails if the page threw anywhere.
 pub fn open_in_viewer(out_dir: &Path, cases: &[(&str, Vec<&Path>)]) -> serde_json::Value {
     let www = www();
     let mut args = vec![www.into_os_string(), out_dir.as_os_str().to_owned()];

@@ -4,7 +4,9 @@
 //! `heapsnap leaks` and `heapsnap retain` and `go tool pprof`. The firmware counts what
 //! it loses itself (`lost: N blocks, B bytes` in its console log): the check must find
 //! exactly that, at the right line, and the retention profile must put the unpruned
-//! cache under the static that holds it.
+//! cache under the static that holds it, which the viewer labels as a retention profile
+//! (in headless Chromium: that test also needs the bundle, `cargo xtask viewer`). A
+//! core file of the run (`--core`) must give the answer its RAM image and registers give.
 //!
 //! Fails (never skips) when the artifacts are missing, like `firmware_e2e`.
 
@@ -231,8 +233,72 @@ fn retention_profile_puts_the_cache_under_the_static_that_holds_it() {
     assert_eq!(row("[definitely lost]").cum, bytes as i64);
     let comments = pprof(&["-comments"], &pb);
     assert!(
-        comments.contains("heapsnap retention profile"),
+        comments.contains(heapsnap_profile::leaks::RETENTION_COMMENT),
         "{comments}"
+    );
+}
+
+/// The viewer, in headless Chromium, labels the retention profile as one (its frames are
+/// references, not calls), and not the heap profile of the same snapshot.
+#[test]
+fn the_viewer_labels_the_retention_profile_and_not_the_heap_profile() {
+    let (leaks, elf) = artifacts();
+    let (_, _, addr) = ground_truth(&leaks);
+    let retention = retained(&leaks, &elf, &addr, "retained-viewer.pb.gz");
+    let heap = e2e::convert_snapshot(
+        &elf,
+        &leaks.join("leaks-snap.bin"),
+        "firmware-leaks",
+        "heap-viewer.pb.gz",
+    );
+    let dir = target_dir().join("firmware-leaks").join("viewer");
+    let result = e2e::open_in_viewer(
+        &dir,
+        &[
+            ("retention", vec![retention.as_path()]),
+            ("heap", vec![heap.as_path()]),
+        ],
+    );
+    let case = |name: &str| {
+        let c = &result[name];
+        assert!(c["error"].is_null(), "{name}: the page refused it: {c}");
+        assert!(c["status"].is_string(), "{name}: not loaded: {c}");
+        c
+    };
+    let label = case("retention")["retention"]
+        .as_str()
+        .unwrap_or_else(|| {
+            panic!(
+                "no retention label on the retention profile: {}",
+                result["retention"]
+            )
+        })
+        .to_owned();
+    assert_eq!(label, heapsnap_profile::leaks::RETENTION_COMMENT);
+    // On top of the profile's notes, where it is read first.
+    assert_eq!(
+        case("retention")["comments"][0].as_str(),
+        Some(label.as_str())
+    );
+    assert!(
+        label.starts_with("Retention profile") && label.contains("not a call stack"),
+        "{label}"
+    );
+    // The same profile: its frames are the holders.
+    let names: Vec<&str> = case("retention")["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&HOLDER),
+        "{HOLDER} not in the page's top table: {names:?}"
+    );
+    assert!(
+        case("heap")["retention"].is_null(),
+        "the heap profile is labelled a retention profile: {}",
+        result["heap"]
     );
 }
 
@@ -670,5 +736,126 @@ fn a_fully_stripped_elf_is_checked_conservatively_and_says_so() {
             "definitely lost: {bytes} bytes in {blocks} blocks"
         )),
         "{text}"
+    );
+}
+
+/// An ELF core file of the leak-check run, made here by hand as a kernel writes one
+/// for a 32-bit ARM process: the RAM image as its one `PT_LOAD` segment, the captured
+/// registers in an `NT_PRSTATUS` note (`pr_reg` at byte 72: r0…r15, cpsr, orig_r0).
+fn arm_core(leaks: &Path, addr: &str, to: &Path) {
+    let ram = std::fs::read(leaks.join("leaks-ram.bin")).unwrap();
+    let addr = u32::from_str_radix(addr.trim_start_matches("0x"), 16).unwrap();
+    let text = std::fs::read_to_string(leaks.join("leaks-regs.txt")).unwrap();
+    let mut reg = [0u32; 18];
+    for l in text.lines() {
+        let (n, v) = l.split_once('=').unwrap();
+        let v = u32::from_str_radix(v.trim().trim_start_matches("0x"), 16).unwrap();
+        let i = match n.trim() {
+            "sp" => 13,
+            "lr" => 14,
+            "pc" => 15,
+            r => r.trim_start_matches('r').parse().unwrap(),
+        };
+        reg[i] = v;
+    }
+    let mut desc = vec![0u8; 72];
+    for r in reg {
+        desc.extend_from_slice(&r.to_le_bytes());
+    }
+    desc.extend_from_slice(&[0; 4]); // pr_fpvalid
+    let mut note = Vec::new();
+    for w in [5u32, desc.len() as u32, 1] {
+        note.extend_from_slice(&w.to_le_bytes()); // namesz, descsz, NT_PRSTATUS
+    }
+    note.extend_from_slice(b"CORE\0\0\0\0");
+    note.extend_from_slice(&desc);
+    let (note_off, load_off) = (52 + 2 * 32, 52 + 2 * 32 + note.len() as u32);
+    let mut f = Vec::new();
+    f.extend_from_slice(b"\x7fELF\x01\x01\x01\0\0\0\0\0\0\0\0\0");
+    for h in [4u16, 40] {
+        f.extend_from_slice(&h.to_le_bytes()); // ET_CORE, EM_ARM
+    }
+    for w in [1u32, 0, 52, 0, 0] {
+        f.extend_from_slice(&w.to_le_bytes()); // version, entry, phoff, shoff, flags
+    }
+    for h in [52u16, 32, 2, 40, 0, 0] {
+        f.extend_from_slice(&h.to_le_bytes()); // ehsize, phentsize, phnum, shentsize, shnum, shstrndx
+    }
+    let ph =
+        |f: &mut Vec<u8>, w: [u32; 8]| w.iter().for_each(|x| f.extend_from_slice(&x.to_le_bytes()));
+    let n = note.len() as u32;
+    let r = ram.len() as u32;
+    ph(&mut f, [4, note_off, 0, 0, n, 0, 0, 4]); // PT_NOTE
+    ph(&mut f, [1, load_off, addr, 0, r, r, 6, 4]); // PT_LOAD, rw
+    f.extend_from_slice(&note);
+    f.extend_from_slice(&ram);
+    std::fs::write(to, f).unwrap();
+}
+
+/// `--core` is the RAM image and the registers in one file: the leak check of the
+/// run's core says exactly what the check of its RAM image and registers files says.
+#[test]
+fn a_core_file_gives_the_same_answer_as_the_ram_image_and_registers() {
+    let (leaks, elf) = artifacts();
+    let (lost_blocks, lost_bytes, addr) = ground_truth(&leaks);
+    let tmp = target_dir().join("firmware-leaks");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let core = tmp.join("leaks.core");
+    arm_core(&leaks, &addr, &core);
+    let check = |c: &mut Command| {
+        let out = c.output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let mut files = Command::new(heapsnap());
+    files.arg("leaks");
+    leak_args(&mut files, &leaks, &elf, &addr);
+    let (want, _) = check(&mut files);
+    let (got, err) = check(
+        Command::new(heapsnap())
+            .arg("leaks")
+            .arg("--elf")
+            .arg(&elf)
+            .arg("--core")
+            .arg(&core)
+            .arg(leaks.join("leaks-snap.bin")),
+    );
+    assert!(
+        got.contains(&format!(
+            "definitely lost: {lost_bytes} bytes in {lost_blocks} blocks"
+        )),
+        "{got}\n{err}"
+    );
+    // The same loss records; the notes name the images, so only they differ.
+    let body = |s: &str| s[s.find("LEAK SUMMARY:").unwrap()..].to_owned();
+    assert_eq!(body(&got), body(&want));
+    assert!(
+        got.contains("stack frames, innermost first"),
+        "the core's registers walked the stack:\n{got}"
+    );
+
+    // The program's ELF given as its core is refused as not a core.
+    let out = Command::new(heapsnap())
+        .arg("leaks")
+        .arg("--elf")
+        .arg(&elf)
+        .arg("--core")
+        .arg(&elf)
+        .arg(leaks.join("leaks-snap.bin"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("not a core file") && !err.contains("panicked"),
+        "{err}"
     );
 }

@@ -13,7 +13,8 @@
 mod report;
 mod types;
 
-pub use report::{partial_answer_warnings, retention_profile, summary, RETENTION_COMMENT};
+pub use crate::profile::{is_retention_comment, RETENTION_COMMENT};
+pub use report::{partial_answer_warnings, retention_profile, summary};
 pub use types::{index, Field, Kind, Type, TypeId, Types, Variant, Variants};
 
 use std::collections::VecDeque;

@@ -6,11 +6,7 @@ use std::fmt::Write as _;
 
 use super::{thousands, Category, Leaks, PathFrame};
 use crate::import::SiteStacks;
-use crate::profile::{Line, Profile};
-
-/// The comment that marks a retention profile, so the viewer (and a reader of `go tool
-/// pprof -comments`) knows the frames are references, not calls.
-pub const RETENTION_COMMENT: &str = "heapsnap retention profile: each stack is a reference path (root static -> fields and elements of the holders, or [alloc: SITE] for an untyped one -> the object's allocation site), not a call stack";
+use crate::profile::{Line, Profile, RETENTION_COMMENT};
 
 /// The leak summary in valgrind's words and layout, then one loss record per
 /// (category, allocation site) of the lost and possibly lost objects, largest first,
@@ -103,7 +99,7 @@ pub fn summary(leaks: &Leaks, stacks: &mut SiteStacks<'_>, notes: &[String]) -> 
 /// as `[alloc: SITE]`). Lost objects sit under one root frame named for their category
 /// (`[definitely lost]`, …); an indirectly lost one under its group's leader, a
 /// possibly lost one under the path with the interior pointer. Carries
-/// [`RETENTION_COMMENT`] and `notes` as comments.
+/// [`RETENTION_COMMENT`] (first) and `notes` as comments.
 pub fn retention_profile(leaks: &Leaks, mut stacks: SiteStacks<'_>, notes: &[String]) -> Profile {
     stacks.builder().comment(RETENTION_COMMENT);
     for n in notes {
@@ -154,7 +150,17 @@ pub fn retention_profile(leaks: &Leaks, mut stacks: SiteStacks<'_>, notes: &[Str
         let size = i64::try_from(o.size).unwrap_or(i64::MAX);
         stacks.builder().sample(locs, vec![1, size], vec![]);
     }
-    stacks.finish()
+    let mut p = stacks.finish();
+    // The mark first, before the snapshot's comments: the viewer shows it as the
+    // profile's label, and `go tool pprof -comments` prints it on top.
+    if let Some(k) = p
+        .comment
+        .iter()
+        .position(|&c| p.str(c) == RETENTION_COMMENT)
+    {
+        p.comment[..=k].rotate_right(1);
+    }
+    p
 }
 
 /// What makes a leak check of this snapshot a partial answer, as `warning:` lines:

@@ -550,3 +550,18 @@ fn a_pointer_only_in_a_register_keeps_its_object_reachable() {
         "{path:?}"
     );
 }
+
+/// The viewer labels a profile by this one check: the mark the CLI writes is recognized,
+/// other comments (a heap profile's, a note naming retention) are not.
+#[test]
+fn the_retention_mark_is_recognized_and_nothing_else() {
+    assert!(super::is_retention_comment(super::RETENTION_COMMENT));
+    for c in [
+        "heap (exact): 6270 bytes in use in 167 objects",
+        "warning: PARTIAL ANSWER: the snapshot samples about one allocation per 512 bytes",
+        "note: a retention profile (heapsnap retain) is a reference path",
+        "",
+    ] {
+        assert!(!super::is_retention_comment(c), "{c}");
+    }
+}

@@ -31,6 +31,34 @@ pub(crate) use scan::Scan;
 /// viewer can show them from the profile alone ([`Profile::heap_totals`]).
 pub const HEAP_COMMENT: &str = "heap (exact): ";
 
+/// The start of [`RETENTION_COMMENT`], what [`is_retention_comment`] looks for (one
+/// literal for both: `concat!` takes no `const`).
+macro_rules! retention_mark {
+    () => {
+        "Retention profile (heapsnap retain): "
+    };
+}
+
+/// The start of the comment that marks a retention profile.
+pub const RETENTION_MARK: &str = retention_mark!();
+
+/// The comment that marks a retention profile (`heapsnap retain`), so the viewer (and a
+/// reader of `go tool pprof -comments`) knows the frames are references, not calls; the
+/// viewer shows it as a label. Here rather than in `leaks`, so the viewer, built
+/// without the snapshot code, reads the same marker the CLI writes.
+pub const RETENTION_COMMENT: &str = concat!(
+    retention_mark!(),
+    "each stack is a reference path, root -> field -> object, not a call stack: the root \
+     static, then the fields and elements of the holders ([alloc: SITE] for an untyped \
+     one), then the object's allocation site"
+);
+
+/// Whether comment `c` marks a retention profile ([`RETENTION_COMMENT`]): by its
+/// start, so the viewer carries only the mark.
+pub fn is_retention_comment(c: &str) -> bool {
+    c.starts_with(RETENTION_MARK)
+}
+
 impl Profile {
     /// The string at a string-table index; "" when out of range (a validated profile
     /// has none of those), so display code never panics.

@@ -368,44 +368,47 @@ fn color(
     diff: bool,
     matched: Option<bool>,
 ) -> String {
-    if n.name == u32::MAX {
-        return "hsl(30, 22%, 84%)".into(); // the root: neutral
-    }
-    let h = name
-        .bytes()
-        .fold(2166136261u32, |h, b| (h ^ b as u32).wrapping_mul(16777619));
-    if matched == Some(true) {
-        return format!("hsl(280, 62%, {}%)", 70 + (h % 8));
-    }
-    if diff {
-        if n.value == 0 {
-            // No net change: neutral grey (the weakest growth tint would read as "grew").
-            return "hsl(0, 0%, 86%)".into();
+    // Every branch picks (hue, saturation, lightness) and one `format!` writes them: each
+    // `format!` site costs its own code and pieces in the bundle.
+    let (hue, sat, light) = if n.name == u32::MAX {
+        (30, 22, 84) // the root: neutral
+    } else {
+        let h = name
+            .bytes()
+            .fold(2166136261u32, |h, b| (h ^ b as u32).wrapping_mul(16777619));
+        if matched == Some(true) {
+            (280, 62, 70 + (h % 8))
+        } else if diff {
+            if n.value == 0 {
+                // No net change: neutral grey (the weakest growth tint would read as "grew").
+                (0, 0, 86)
+            } else {
+                let r = if n.width == 0 {
+                    0.0
+                } else {
+                    n.value as f64 / n.width as f64
+                };
+                // sqrt: small relative changes still show.
+                let (hue, s) = if r >= 0.0 {
+                    (4, r.sqrt())
+                } else {
+                    (214, (-r).sqrt())
+                };
+                if matched == Some(false) {
+                    (hue, 8, 88)
+                } else {
+                    (hue, (20.0 + 65.0 * s) as u32, (88.0 - 30.0 * s) as u32)
+                }
+            }
+        } else {
+            let hue = 8 + (h % 42); // red-orange … amber
+            let light = if n.inlined { 80 } else { 62 + (h >> 16) % 10 };
+            if matched == Some(false) {
+                (hue, 10, light + 12)
+            } else {
+                (hue, 78 + (h >> 8) % 16, light)
+            }
         }
-        let r = if n.width == 0 {
-            0.0
-        } else {
-            n.value as f64 / n.width as f64
-        };
-        // sqrt: small relative changes still show.
-        let (hue, s) = if r >= 0.0 {
-            (4, r.sqrt())
-        } else {
-            (214, (-r).sqrt())
-        };
-        let sat = (20.0 + 65.0 * s) as u32;
-        let light = (88.0 - 30.0 * s) as u32;
-        return if matched == Some(false) {
-            format!("hsl({hue}, 8%, 88%)")
-        } else {
-            format!("hsl({hue}, {sat}%, {light}%)")
-        };
-    }
-    let hue = 8 + (h % 42); // red-orange … amber
-    let sat = 78 + (h >> 8) % 16;
-    let light = if n.inlined { 80 } else { 62 + (h >> 16) % 10 };
-    if matched == Some(false) {
-        return format!("hsl({hue}, 10%, {}%)", light + 12);
-    }
+    };
     format!("hsl({hue}, {sat}%, {light}%)")
 }

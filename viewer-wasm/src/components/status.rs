@@ -4,6 +4,7 @@
 
 use crate::state::{Action, Derived, State, View};
 use heapsnap_profile::analysis::format_value;
+use heapsnap_profile::profile::is_retention_comment;
 use yew::prelude::*;
 
 /// The view tabs and the status line.
@@ -43,8 +44,8 @@ pub fn tabs(s: &State, d: &Derived, dispatch: &Callback<Action>) -> Html {
     }
 }
 
-/// The error of the last file, the filter's, the profile's comments, and what is being
-/// read.
+/// The error of the last file, the filter's, the profile's comments (a retention
+/// profile's first: its label), and what is being read.
 pub fn notices(s: &State, dispatch: &Callback<Action>) -> Html {
     let d = s.derived.as_ref();
     let error = s.error.as_ref().map(|e| {
@@ -62,7 +63,10 @@ pub fn notices(s: &State, dispatch: &Callback<Action>) -> Html {
     let comments = d.filter(|d| !d.comments.is_empty()).map(|d| {
         html! {
             <ul class="comments" data-testid="comments">
-                { for d.comments.iter().map(|c| html! { <li>{c.clone()}</li> }) }
+                // A retention profile's mark is its label: frames are references, not calls.
+                { for d.comments.iter().map(|c| html! {
+                    <li class={is_retention_comment(c).then_some("retention")}>{c.clone()}</li>
+                }) }
             </ul>
         }
     });
