@@ -31,6 +31,9 @@ pub const APT: &[(&str, &str)] = &[
     // jemalloc with profiling, and jemalloc's reader to compare with.
     ("google-pprof", "google-perftools"),
     ("jeprof", "libjemalloc-dev"),
+    // The frame walk's ground truth and core files (symbolize/tests/frame_walk.rs):
+    // gdb, and its `gcore`.
+    ("gdb", "gdb"),
 ];
 
 pub fn run(args: &[String]) -> Res {
