@@ -241,8 +241,10 @@ async function series(name, fill, elves, format, many = false, huge = false, sou
   // The chart first: it needs no symbols. Then the last frame, for the views.
   progress(`symbolizing the last frame of ${name}`);
   await need([last, last + 1]);
+  const first = performance.now();
   const profile = reader.profile(last);
-  self.postMessage({ profile, format }, [profile.buffer]);
+  // The first conversion: the importer's code not yet optimized by the browser.
+  self.postMessage({ profile, format, first: performance.now() - first }, [profile.buffer]);
   if (last === 0) {
     reader.free();
     return true;

@@ -526,6 +526,8 @@ export function import_file(input, name, beside, whole, many) {
         return;
       }
       done();
+      // A series' first conversion, for the benchmark.
+      if (m.first !== undefined) performance.measure('heapsnap:series-first', { start: 0, duration: m.first });
       if (many && series && m.profile !== undefined) {
         series.then((s) => s.openLast(m.profile)).catch(() => {});
         resolve(true);
