@@ -263,7 +263,8 @@ async function series(name, fill, elves, format, many = false, huge = false, sou
         await need([0, 1], [last, last + 1]);
         self.postMessage({ id, growing: JSON.parse(reader.growing()) });
       } else if (areas) {
-        await need(areas);
+        // (With the last point: what the symbols are matched to, if not yet decoded.)
+        await need(areas, [last, last + 1]);
         self.postMessage({ id, values: JSON.parse(reader.areas(areas[0], areas[1])) });
       } else {
         await need([frame, frame + 1]);
