@@ -61,6 +61,7 @@ fn loaded(slot: Slot, p: Profile) -> Action {
         name: "heap.pb.gz".into(),
         profile: Rc::new(p),
         bytes: 1,
+        ready: None,
     }
 }
 
