@@ -561,7 +561,15 @@ impl FlameNodes {
             prev = s;
         }
         self.next = end;
-        end == self.spans.len()
+        let done = end == self.spans.len();
+        if done {
+            // Every node still open ends with the tree.
+            let len = self.nodes.len() as u32;
+            for &o in &self.path {
+                self.nodes[o].end = len;
+            }
+        }
+        done
     }
 
     /// Sorts the stacks lexicographically, a stack that is a prefix of another after
@@ -628,10 +636,6 @@ impl FlameNodes {
     /// The nodes, pre-order, with the stacks not yet added.
     pub fn finish(mut self) -> Vec<FlameNode> {
         while !self.step(usize::MAX) {}
-        let len = self.nodes.len() as u32;
-        for o in self.path {
-            self.nodes[o].end = len;
-        }
         self.nodes
     }
 }

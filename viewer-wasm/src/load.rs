@@ -62,8 +62,14 @@ pub fn read_files(files: Vec<web_sys::File>, slot: Slot, dispatch: Callback<Acti
     // A series says how it is going in its own place (`#import-progress`, then the
     // chart or its error): a "Loading…" here would outlive a series that failed.
     if !series {
-        let names: Vec<String> = files.iter().map(|f| f.name()).collect();
-        dispatch.emit(Action::Loading(crate::hash::join(&names, ", ")));
+        let mut names = String::new();
+        for (i, f) in files.iter().enumerate() {
+            if i > 0 {
+                names.push_str(", ");
+            }
+            names.push_str(&f.name());
+        }
+        dispatch.emit(Action::Loading(names));
     }
     wasm_bindgen_futures::spawn_local(async move {
         let mut sources = Vec::new();
@@ -211,8 +217,6 @@ async fn prepare(profile: Rc<Profile>) -> Ready {
     in_slices(&mut || f.step(STEP)).await;
     let flame = Rc::new(f.finish());
     mark("flame-built");
-    // Showing it (the page rendered, the flame graph drawn) in a task of its own.
-    let _ = JsFuture::from(yield_now()).await;
     Ready {
         index,
         sample_index,
