@@ -1,7 +1,7 @@
 //! The hot loops of opening a large profile in the heapsnap viewer, on plain data:
 //! the pprof decoder's (top-level protobuf fields, `Sample` messages read without
 //! allocating, the table that merges samples by stack: [`Groups`]) and the flame
-//! tree's ([`flame_nodes`]). The profile model around them (what merged groups become,
+//! tree's ([`FlameNodes`]). The profile model around them (what merged groups become,
 //! prost for everything else, validation, names and ranks) is in heapsnap-profile's
 //! `analysis::compact` and `analysis::flame`.
 //!
@@ -461,7 +461,7 @@ impl Fx {
 }
 
 /// One box of the flame graph (heapsnap-profile's `analysis::FlameTree` holds them in
-/// pre-order; the tree is built here, at full speed, by [`flame_nodes`]).
+/// pre-order; the tree is built here, at full speed, by [`FlameNodes`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FlameNode {
     /// Function-level node id (an index into heapsnap-profile's `FlameTree::names`); the root is `u32::MAX`.
@@ -489,50 +489,155 @@ impl FlameNode {
     }
 }
 
-/// The nodes of a flame tree, pre-order, from stacks given as spans `(start, len,
-/// value)` of `seq`, each a root-first sequence of `rank << 1 | inlined` where `rank`
-/// is the function's alphabetical rank (`by_rank[rank]` is its name id). Sorts `spans`.
+/// The nodes of a flame tree being built, pre-order, from stacks given as spans
+/// `(start, len, value)` of `seq`, each a root-first sequence of `rank << 1 | inlined`
+/// where `rank` is the function's alphabetical rank (`by_rank[rank]` is its name id).
+/// Built a slice of stacks at a time ([`FlameNodes::step`]), so that a caller with an
+/// event loop to serve (the viewer) can let it run between slices; [`FlameNodes::finish`]
+/// builds what is left in one go.
 ///
 /// Built without hashing: the stacks are sorted, and each opens only the nodes past
 /// its common prefix with the previous one. The per-stack work is in functions called
 /// per stack: V8 switches a wasm function to optimized code only on a later call.
-pub fn flame_nodes(seq: &[u32], spans: &mut [(u32, u32, i64)], by_rank: &[u32]) -> Vec<FlameNode> {
-    let slice = |s: &(u32, u32, i64)| &seq[s.0 as usize..(s.0 + s.1) as usize];
-    // Lexicographic; a stack that is a prefix of another sorts after it, so a
-    // node's self value lands right of its children.
-    spans.sort_unstable_by(|a, b| cmp_stacks(slice(a), slice(b)));
-    let root = FlameNode {
-        name: u32::MAX,
-        depth: 0,
-        inlined: false,
-        value: 0,
-        width: 0,
-        x: 0,
-        end: 0,
-    };
-    // Exact node count first: growing a Vec of a million nodes by doubling would
-    // hold two copies at once (wasm memory never shrinks back).
-    let mut count = 1usize;
-    let mut last: &[u32] = &[];
-    for sp in spans.iter() {
-        let s = slice(sp);
-        count += s.len() - lcp(s, last);
-        last = s;
+pub struct FlameNodes {
+    seq: Vec<u32>,
+    spans: Vec<(u32, u32, i64)>,
+    by_rank: Vec<u32>,
+    /// Sorting `spans`: they are sorted in runs of this width (the whole of them once
+    /// sorted), the next pair of runs to merge at `at`.
+    run: usize,
+    at: usize,
+    /// The left run of a merge.
+    tmp: Vec<(u32, u32, i64)>,
+    nodes: Vec<FlameNode>,
+    /// The nodes from the root to the last stack's leaf.
+    path: Vec<usize>,
+    /// The next span to add.
+    next: usize,
+}
+
+impl FlameNodes {
+    /// The stacks to build from; nothing is done yet.
+    pub fn new(seq: Vec<u32>, spans: Vec<(u32, u32, i64)>, by_rank: Vec<u32>) -> Self {
+        FlameNodes {
+            seq,
+            spans,
+            by_rank,
+            run: 1,
+            at: 0,
+            tmp: Vec::new(),
+            nodes: Vec::new(),
+            path: vec![0],
+            next: 0,
+        }
     }
-    let mut nodes = Vec::with_capacity(count);
-    nodes.push(root);
-    let mut path: Vec<usize> = vec![0];
-    let mut prev: &[u32] = &[];
-    for sp in spans.iter() {
-        let s = slice(sp);
-        add_stack(&mut nodes, &mut path, s, prev, sp.2, by_rank);
-        prev = s;
+
+    /// Sorts or adds the next `n` stacks, about (a run sorted, or a pair of runs merged,
+    /// at a time): true when every stack is in.
+    pub fn step(&mut self, n: usize) -> bool {
+        if self.run < self.spans.len() {
+            self.sort(n);
+            return false;
+        }
+        if self.nodes.is_empty() {
+            self.size();
+        }
+        let end = self.spans.len().min(self.next.saturating_add(n));
+        let slice = |s: &(u32, u32, i64)| &self.seq[s.0 as usize..(s.0 + s.1) as usize];
+        let mut prev = match self.next {
+            0 => &[][..],
+            k => slice(&self.spans[k - 1]),
+        };
+        for sp in &self.spans[self.next..end] {
+            let s = slice(sp);
+            add_stack(
+                &mut self.nodes,
+                &mut self.path,
+                s,
+                prev,
+                sp.2,
+                &self.by_rank,
+            );
+            prev = s;
+        }
+        self.next = end;
+        let done = end == self.spans.len();
+        if done {
+            // Every node still open ends with the tree.
+            let len = self.nodes.len() as u32;
+            for &o in &self.path {
+                self.nodes[o].end = len;
+            }
+        }
+        done
     }
-    let len = nodes.len() as u32;
-    for o in path {
-        nodes[o].end = len;
+
+    /// Sorts the stacks lexicographically, a stack that is a prefix of another after
+    /// it (so a node's self value lands right of its children): a bottom-up merge sort
+    /// (its runs merged in pairs, widths 1, 2, 4…) until about `n` stacks are moved.
+    /// (No `sort_unstable_by`: its code would be kilobytes more of the viewer's bundle.)
+    fn sort(&mut self, n: usize) {
+        let seq = &self.seq;
+        let key = |s: &(u32, u32, i64)| &seq[s.0 as usize..(s.0 + s.1) as usize];
+        let len = self.spans.len();
+        let mut moved = 0;
+        while moved < n && self.run < len {
+            let (at, w) = (self.at, self.run);
+            let end = len.min(at + 2 * w);
+            let part = &mut self.spans[at..end];
+            if w < part.len() {
+                // The left run aside; the merged stacks fill `part` from its start,
+                // never past the right run's next unread stack.
+                self.tmp.clear();
+                self.tmp.extend_from_slice(&part[..w]);
+                let (mut i, mut j) = (0, w);
+                while i < w && j < part.len() {
+                    let right = cmp_stacks(key(&self.tmp[i]), key(&part[j])).is_gt();
+                    part[i + j - w] = if right { part[j] } else { self.tmp[i] };
+                    if right {
+                        j += 1;
+                    } else {
+                        i += 1;
+                    }
+                }
+                part[i + j - w..j].copy_from_slice(&self.tmp[i..]);
+            }
+            moved += end - at;
+            self.at = end;
+            if end == len {
+                (self.at, self.run) = (0, 2 * w);
+            }
+        }
     }
-    nodes
+
+    /// The root, and room for every node: the exact count first, as growing a Vec of
+    /// a million nodes by doubling would hold two copies at once (wasm memory never
+    /// shrinks back).
+    fn size(&mut self) {
+        let mut count = 1usize;
+        let mut last: &[u32] = &[];
+        for sp in self.spans.iter() {
+            let s = &self.seq[sp.0 as usize..(sp.0 + sp.1) as usize];
+            count += s.len() - lcp(s, last);
+            last = s;
+        }
+        self.nodes.reserve_exact(count);
+        self.nodes.push(FlameNode {
+            name: u32::MAX,
+            depth: 0,
+            inlined: false,
+            value: 0,
+            width: 0,
+            x: 0,
+            end: 0,
+        });
+    }
+
+    /// The nodes, pre-order, with the stacks not yet added.
+    pub fn finish(mut self) -> Vec<FlameNode> {
+        while !self.step(usize::MAX) {}
+        self.nodes
+    }
 }
 
 /// Lexicographic order of two stacks, a stack that is a prefix of another after it.
@@ -659,11 +764,47 @@ mod tests {
     }
 
     #[test]
+    fn the_sliced_merge_sort_orders_stacks_as_a_whole_sort_does() {
+        // 5000 stacks (several runs, an odd last one) of 1 to 6 frames over 4 names,
+        // many equal or prefixes of each other.
+        let (mut seq, mut spans, mut x) = (Vec::new(), Vec::new(), 7u32);
+        for v in 0..5000 {
+            let start = seq.len() as u32;
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            for d in 0..1 + (x >> 16) % 6 {
+                seq.push((x >> (2 * d + 3)) & 3);
+            }
+            spans.push((start, seq.len() as u32 - start, v));
+        }
+        let key = |s: &(u32, u32, i64)| seq[s.0 as usize..(s.0 + s.1) as usize].to_vec();
+        let mut whole = spans.clone();
+        whole.sort_by(|a, b| cmp_stacks(&key(a), &key(b)));
+        let mut b = FlameNodes::new(seq.clone(), spans, vec![]);
+        let mut steps = 0;
+        while b.run < b.spans.len() {
+            b.sort(700);
+            steps += 1;
+        }
+        assert!(steps > 5, "sorted in slices ({steps})");
+        let got: Vec<_> = b.spans.iter().map(key).collect();
+        let want: Vec<_> = whole.iter().map(key).collect();
+        assert_eq!(got, want);
+        // The same stacks, each once: a permutation.
+        let mut values: Vec<i64> = b.spans.iter().map(|s| s.2).collect();
+        values.sort_unstable();
+        assert_eq!(values, (0..5000).collect::<Vec<_>>());
+    }
+
+    #[test]
     fn flame_nodes_are_preorder_with_sorted_children() {
         // Stacks (root first, ranks << 1): [0,1] 5, [0,2] 3, [0] 2; ranks are names.
-        let seq = [0 << 1, 2 << 1, 0 << 1, 1 << 1, 0 << 1];
-        let mut spans = [(0, 2, 3), (2, 2, 5), (4, 1, 2)];
-        let nodes = flame_nodes(&seq, &mut spans, &[10, 11, 12]);
+        let seq = vec![0 << 1, 2 << 1, 0 << 1, 1 << 1, 0 << 1];
+        let spans = vec![(0, 2, 3), (2, 2, 5), (4, 1, 2)];
+        let nodes = FlameNodes::new(seq.clone(), spans.clone(), vec![10, 11, 12]).finish();
+        // The same, a stack at a time.
+        let mut b = FlameNodes::new(seq, spans, vec![10, 11, 12]);
+        while !b.step(1) {}
+        assert_eq!(b.finish(), nodes);
         let got: Vec<(u32, u32, i64, i64, u32)> = nodes
             .iter()
             .map(|n| (n.name, n.depth, n.value, n.x, n.end))

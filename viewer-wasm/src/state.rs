@@ -142,6 +142,15 @@ pub struct State {
     pub generation: u32,
 }
 
+/// A profile's index and first flame tree (of `sample_index`, unfiltered), built
+/// before the profile is shown, a slice at a time while the page keeps answering input
+/// (see `load`): showing it then builds neither, in one long task.
+pub struct Ready {
+    pub index: Rc<Index<'static>>,
+    pub sample_index: usize,
+    pub flame: Rc<FlameTree>,
+}
+
 /// Everything that changes the state.
 pub enum Action {
     Loading(String),
@@ -150,6 +159,8 @@ pub enum Action {
         name: String,
         profile: Rc<Profile>,
         bytes: usize,
+        /// Its index and first flame tree, when already built (see [`Ready`]).
+        ready: Option<Ready>,
     },
     Failed(String),
     DismissError,
@@ -200,6 +211,7 @@ impl Reducible for State {
         let mut s = (*self).clone();
         // What must be recomputed: nothing, the source view only, or everything.
         let mut refresh = Refresh::None;
+        let mut ready = None;
         match action {
             Action::Loading(what) => s.loading = Some(what),
             Action::Loaded {
@@ -207,6 +219,7 @@ impl Reducible for State {
                 name,
                 profile,
                 bytes,
+                ready: r,
             } => {
                 let l = Rc::new(Loaded {
                     name,
@@ -220,7 +233,8 @@ impl Reducible for State {
                 s.loading = None;
                 s.error = None;
                 s.generation = s.generation.wrapping_add(1);
-                s.combine();
+                ready = r;
+                s.combine(ready.as_ref());
                 refresh = Refresh::All;
             }
             Action::Failed(e) => {
@@ -230,7 +244,7 @@ impl Reducible for State {
             Action::DismissError => s.error = None,
             Action::ClearBase => {
                 s.base = None;
-                s.combine();
+                s.combine(None);
                 refresh = Refresh::All;
             }
             Action::SampleType(t) => {
@@ -285,7 +299,7 @@ impl Reducible for State {
         match refresh {
             Refresh::None => {}
             Refresh::Source => s.refresh_source(),
-            Refresh::All => s.refresh(),
+            Refresh::All => s.refresh(ready.as_ref()),
         }
         Rc::new(s)
     }
@@ -298,8 +312,8 @@ enum Refresh {
 }
 
 impl State {
-    /// Sets `shown` from `main` and `base`, and indexes it.
-    fn combine(&mut self) {
+    /// Sets `shown` from `main` and `base`, and indexes it (unless `ready` has).
+    fn combine(&mut self, ready: Option<&Ready>) {
         let shown = match (&self.main, &self.base) {
             (Some(m), Some(b)) => match profile::diff(&b.profile, &m.profile) {
                 Ok(d) => Some(Rc::new(d)),
@@ -315,15 +329,19 @@ impl State {
             (Some(m), None) => Some(m.profile.clone()),
             _ => None,
         };
-        self.shown = shown.map(|p| {
-            let ix = Index::shared(p);
-            crate::perf::mark("indexed");
-            ByPtr(Rc::new(ix))
+        self.shown = shown.map(|p| match ready {
+            Some(r) if std::ptr::eq(&*r.index.profile, &*p) => ByPtr(r.index.clone()),
+            _ => {
+                let ix = Index::shared(p);
+                crate::perf::mark("indexed");
+                ByPtr(Rc::new(ix))
+            }
         });
     }
 
-    /// Recomputes everything the views show.
-    pub fn refresh(&mut self) {
+    /// Recomputes everything the views show (the flame tree taken from `ready` when it
+    /// is the one asked for).
+    pub fn refresh(&mut self, ready: Option<&Ready>) {
         let Some(ix) = self.shown.clone() else {
             self.derived = None;
             return;
@@ -354,8 +372,21 @@ impl State {
         let shown = (0..ix.sample_count())
             .filter(|&i| kept[i])
             .fold(0i64, |a, i| a.wrapping_add(ix.value(i, si)));
-        let flame = ByPtr(Rc::new(ix.flame(si, &filter)));
-        crate::perf::mark("flame-built");
+        let flame = match ready {
+            Some(r)
+                if Rc::ptr_eq(&r.index, &ix.0)
+                    && r.sample_index == si
+                    && filter.focus.is_none()
+                    && filter.ignore.is_none() =>
+            {
+                ByPtr(r.flame.clone())
+            }
+            _ => {
+                let flame = ByPtr(Rc::new(ix.flame(si, &filter)));
+                crate::perf::mark("flame-built");
+                flame
+            }
+        };
         let source = self.source_of(&ix, si, &filter);
         self.derived = Some(Rc::new(Derived {
             sample_index: si,

@@ -61,6 +61,7 @@ fn loaded(slot: Slot, p: Profile) -> Action {
         name: "heap.pb.gz".into(),
         profile: Rc::new(p),
         bytes: 1,
+        ready: None,
     }
 }
 
@@ -228,4 +229,44 @@ fn values_past_64_bits_are_an_error_not_wrapped_views() {
     );
     let s = run(s, Action::SampleType("alloc_space".into()));
     assert_eq!(s.derived.as_ref().unwrap().total, 150);
+}
+
+/// A profile loaded with its index and flame tree already built (as the page builds
+/// them, in slices) shows those, not new ones, with the same figures as one loaded
+/// without them.
+#[test]
+fn a_prepared_profile_is_shown_without_building_again() {
+    use heapsnap_profile::analysis::{Filter, Index};
+    let p = Rc::new(profile(1));
+    let index = Rc::new(Index::shared(p.clone()));
+    let sample_index = p.default_sample_index();
+    let flame = Rc::new(index.flame(sample_index, &Filter::none()));
+    let ready = crate::state::Ready {
+        index: index.clone(),
+        sample_index,
+        flame: flame.clone(),
+    };
+    let s = run(
+        Rc::new(State::default()),
+        Action::Loaded {
+            slot: Slot::Main,
+            name: "heap.pb.gz".into(),
+            profile: p,
+            bytes: 1,
+            ready: Some(ready),
+        },
+    );
+    assert!(
+        Rc::ptr_eq(&s.shown.as_ref().unwrap().0, &index),
+        "its index"
+    );
+    let d = s.derived.as_ref().expect("derived");
+    assert!(Rc::ptr_eq(&d.flame.0, &flame), "its flame tree");
+    let plain = run(Rc::new(State::default()), loaded(Slot::Main, profile(1)));
+    let e = plain.derived.as_ref().unwrap();
+    assert_eq!(
+        (d.total, d.shown, d.sample_index),
+        (e.total, e.shown, e.sample_index)
+    );
+    assert_eq!(*d.flame.0, *e.flame.0);
 }

@@ -289,7 +289,13 @@ impl CompactDecoder {
     /// The merged, validated profile. `Err(Some(e))`: what the scan found wrong (the
     /// whole-file decoder's error); `Err(None)`: something only the whole-file decoder
     /// explains (see [`CompactDecoder`]).
-    pub fn finish(mut self) -> Result<Profile, Option<ProfileError>> {
+    pub fn finish(self) -> Result<Profile, Option<ProfileError>> {
+        self.finishing()?.finish()
+    }
+
+    /// [`CompactDecoder::finish`] a slice of samples at a time ([`Finishing::step`]):
+    /// the tables decoded, no sample built yet.
+    pub fn finishing(mut self) -> Result<Finishing, Option<ProfileError>> {
         if !self.failed && !self.carry.is_empty() {
             // The input ended inside a field: the scan says where.
             self.failed = true;
@@ -302,42 +308,72 @@ impl CompactDecoder {
         g.flush().ok_or(None)?;
         let mut p = Profile::decode(self.rest.as_slice()).map_err(|_| None)?;
         drop(self.rest);
+        // (The samples are all in the groups.)
+        p.sample = Vec::with_capacity(g.len());
         if self.max_label_str >= p.string_table.len() as i64 {
             return Err(None); // a dangling label string: validation reports it
         }
         // pprof's diff-base label, by the first occurrence of its strings.
         let find = |s: &str| p.string_table.iter().position(|t| t == s).map(|i| i as i64);
-        let base = match (find(DIFF_BASE_LABEL.0), find(DIFF_BASE_LABEL.1)) {
-            (Some(key), Some(str)) => Some((key, str)),
-            _ => None,
-        };
+        let base = find(DIFF_BASE_LABEL.0).zip(find(DIFF_BASE_LABEL.1));
         let is_base: Vec<bool> = self
             .label_sets
             .iter()
             .map(|set| base.is_some_and(|b| set.contains(&b)))
             .collect();
-        p.sample = (0..g.len())
-            .map(|k| {
-                let (ids, vals, set) = g.group(k);
-                Sample {
-                    location_id: ids.to_vec(),
-                    value: vals.collect(),
-                    label: match base {
-                        Some((key, str)) if is_base[set as usize] => vec![Label {
-                            key,
-                            str,
-                            num: 0,
-                            num_unit: 0,
-                        }],
-                        _ => Vec::new(),
-                    },
-                }
-            })
-            .collect();
-        drop(g);
+        Ok(Finishing {
+            p,
+            g,
+            base,
+            is_base,
+        })
+    }
+}
+
+/// A profile decoded but for its merged samples, which are built a slice at a time, so
+/// that a caller with an event loop to serve (the viewer) can let it run between
+/// slices: [`CompactDecoder::finish`] builds them all in one go.
+pub struct Finishing {
+    /// The profile, its samples so far.
+    p: Profile,
+    g: Groups,
+    /// The diff-base label's key and value strings, if the profile has them.
+    base: Option<(i64, i64)>,
+    /// Per label set: does it hold the diff-base label?
+    is_base: Vec<bool>,
+}
+
+impl Finishing {
+    /// Builds the next `n` merged samples (at most): true when all are built.
+    pub fn step(&mut self, n: usize) -> bool {
+        let (from, len) = (self.p.sample.len(), self.g.len());
+        for k in from..len.min(from.saturating_add(n)) {
+            let (ids, vals, set) = self.g.group(k);
+            self.p.sample.push(Sample {
+                location_id: ids.to_vec(),
+                value: vals.collect(),
+                label: match self.base {
+                    Some((key, str)) if self.is_base[set as usize] => vec![Label {
+                        key,
+                        str,
+                        num: 0,
+                        num_unit: 0,
+                    }],
+                    _ => Vec::new(),
+                },
+            });
+        }
+        self.p.sample.len() == len
+    }
+
+    /// The merged, validated profile, with the samples not yet built built in one go
+    /// (errors as [`CompactDecoder::finish`]).
+    pub fn finish(mut self) -> Result<Profile, Option<ProfileError>> {
+        self.step(usize::MAX);
+        drop(self.g);
         // Invalid: the full decode reports it with the file's own sample indices.
-        p.check_valid().map_err(|_| None)?;
-        Ok(p)
+        self.p.check_valid().map_err(|_| None)?;
+        Ok(self.p)
     }
 }
 

@@ -84,6 +84,13 @@ impl Index<'_> {
     /// The flame tree for `sample_index` after `filter`. Its values are exact when
     /// [`Index::total`] is `Ok` for this sample index: check that first.
     pub fn flame(&self, sample_index: usize, filter: &Filter) -> FlameTree {
+        self.flame_build(sample_index, filter).finish()
+    }
+
+    /// [`Index::flame`] built a slice at a time ([`FlameBuild::step`]): the samples
+    /// are read here (a fraction of the work), the stacks sorted and the tree built
+    /// in the steps.
+    pub fn flame_build(&self, sample_index: usize, filter: &Filter) -> FlameBuild {
         let kept = self.kept(filter);
         // Alphabetical rank of every function-level node.
         let by_rank =
@@ -106,11 +113,35 @@ impl Index<'_> {
             self.push_ranks(i, &rank, &mut seq);
             spans.push((start, seq.len() as u32 - start, v));
         }
-        let nodes = pprof_scan::flame_nodes(&seq, &mut spans, &by_rank);
-        FlameTree {
-            nodes,
+        FlameBuild {
+            nodes: pprof_scan::FlameNodes::new(seq, spans, by_rank),
             names: self.names.clone(),
             diff,
+        }
+    }
+}
+
+/// A flame tree being built, a slice of stacks at a time, so that a caller with an
+/// event loop to serve (the viewer, loading a large profile) can let it run between
+/// slices: [`Index::flame`] is this builder run to its end.
+pub struct FlameBuild {
+    nodes: pprof_scan::FlameNodes,
+    names: Vec<String>,
+    diff: bool,
+}
+
+impl FlameBuild {
+    /// Sorts or adds the next `n` stacks, about: true when the tree is complete.
+    pub fn step(&mut self, n: usize) -> bool {
+        self.nodes.step(n)
+    }
+
+    /// The tree, with what is left built in one go.
+    pub fn finish(self) -> FlameTree {
+        FlameTree {
+            nodes: self.nodes.finish(),
+            names: self.names,
+            diff: self.diff,
         }
     }
 }

@@ -73,7 +73,12 @@ impl std::ops::Deref for Analysed<'_> {
 impl Index<'static> {
     /// Indexes a profile and keeps it (see [`Index::new`]).
     pub fn shared(profile: Rc<Profile>) -> Self {
-        Index::over(Analysed::Shared(profile))
+        Index::build_shared(profile).finish()
+    }
+
+    /// [`Index::shared`] built a slice at a time ([`IndexBuild::step`]).
+    pub fn build_shared(profile: Rc<Profile>) -> IndexBuild<'static> {
+        IndexBuild::over(Analysed::Shared(profile))
     }
 }
 
@@ -81,9 +86,24 @@ impl<'p> Index<'p> {
     /// Indexes a profile. Unknown location ids (only in unvalidated profiles) are
     /// skipped rather than trusted.
     pub fn new(profile: &'p Profile) -> Self {
-        Index::over(Analysed::Borrowed(profile))
+        IndexBuild::over(Analysed::Borrowed(profile)).finish()
     }
+}
 
+/// An [`Index`] being built, a slice of samples at a time, so that a caller with an
+/// event loop to serve (the viewer, loading a large profile) can let it run between
+/// slices: [`Index::new`] and [`Index::shared`] are this builder run to its end.
+pub struct IndexBuild<'p> {
+    /// The index so far: every location's frames, the samples before `next`.
+    ix: Index<'p>,
+    loc_pos: IdIndex,
+    /// The diff-base label's key and value strings, if the profile has them.
+    base_label: Option<(i64, i64)>,
+    next: usize,
+}
+
+impl<'p> IndexBuild<'p> {
+    /// Expands every location into frames; no sample is indexed yet.
     fn over(analysed: Analysed<'p>) -> Self {
         let profile = &*analysed;
         let mut names = Vec::new();
@@ -139,44 +159,56 @@ impl<'p> Index<'p> {
             loc_frames.push((start, frames.len() as u32 - start));
         }
         let loc_pos = positions(profile.location.iter().map(|l| l.id).collect());
-        let mut stack_locs = Vec::new();
-        let mut stack_ranges = Vec::with_capacity(profile.sample.len());
-        let (bk, bv) = (
-            find_str(profile, DIFF_BASE_LABEL.0),
-            find_str(profile, DIFF_BASE_LABEL.1),
-        );
-        let mut base = Vec::with_capacity(profile.sample.len());
-        for s in &profile.sample {
-            let start = stack_locs.len() as u32;
-            loc_pos.extend(&mut stack_locs, &s.location_id);
-            stack_ranges.push((start, stack_locs.len() as u32 - start));
-            base.push(matches!((bk, bv), (Some(k), Some(v)) if s.label.iter().any(|l| l.key == k && l.str == v)));
-        }
-        let mut stack_frames = Vec::new();
-        let mut frame_ranges = Vec::with_capacity(stack_ranges.len());
-        for &(s, n) in &stack_ranges {
-            let start = stack_frames.len() as u32;
-            push_frames(
-                &mut stack_frames,
-                &stack_locs[s as usize..(s + n) as usize],
-                &loc_frames,
-            );
-            frame_ranges.push((start, stack_frames.len() as u32 - start));
-        }
-        Index {
-            profile: analysed,
-            stack_frames,
-            frame_ranges,
-            names,
-            loc_frames,
-            frames,
-            stack_locs,
-            stack_ranges,
-            base,
-            last_kept: Default::default(),
+        let base_label =
+            find_str(profile, DIFF_BASE_LABEL.0).zip(find_str(profile, DIFF_BASE_LABEL.1));
+        let n = profile.sample.len();
+        IndexBuild {
+            ix: Index {
+                stack_frames: Vec::new(),
+                frame_ranges: Vec::with_capacity(n),
+                names,
+                loc_frames,
+                frames,
+                stack_locs: Vec::new(),
+                stack_ranges: Vec::with_capacity(n),
+                base: Vec::with_capacity(n),
+                last_kept: Default::default(),
+                profile: analysed,
+            },
+            loc_pos,
+            base_label,
+            next: 0,
         }
     }
 
+    /// Indexes the next `n` samples (at most): true when every sample is indexed.
+    pub fn step(&mut self, n: usize) -> bool {
+        let ix = &mut self.ix;
+        let samples = &ix.profile.sample;
+        let end = samples.len().min(self.next.saturating_add(n));
+        for s in &samples[self.next..end] {
+            let start = ix.stack_locs.len();
+            self.loc_pos.extend(&mut ix.stack_locs, &s.location_id);
+            let locs = &ix.stack_locs[start..];
+            ix.stack_ranges.push((start as u32, locs.len() as u32));
+            ix.base.push(matches!(self.base_label, Some((k, v)) if s.label.iter().any(|l| l.key == k && l.str == v)));
+            let fstart = ix.stack_frames.len() as u32;
+            push_frames(&mut ix.stack_frames, locs, &ix.loc_frames);
+            ix.frame_ranges
+                .push((fstart, ix.stack_frames.len() as u32 - fstart));
+        }
+        self.next = end;
+        end == samples.len()
+    }
+
+    /// The index, with the samples not yet indexed done in one go.
+    pub fn finish(mut self) -> Index<'p> {
+        self.step(usize::MAX);
+        self.ix
+    }
+}
+
+impl<'p> Index<'p> {
     /// Per node: does it appear as an inlined frame in any location?
     pub fn inlinable(&self) -> Vec<bool> {
         let mut v = vec![false; self.names.len()];

@@ -18,11 +18,11 @@ mod units;
 
 pub use compact::{
     decode_compact, decode_compact_limited, decode_compact_sized, decode_compact_with_limit,
-    CompactDecoder,
+    CompactDecoder, Finishing,
 };
-pub use flame::{FlameNode, FlameTree};
+pub use flame::{FlameBuild, FlameNode, FlameTree};
 pub use growth::{flat_of, growth, GrowthError};
-pub use index::{Analysed, Filter, FilterError, Frame, Index, Pattern, ValueOverflow};
+pub use index::{Analysed, Filter, FilterError, Frame, Index, IndexBuild, Pattern, ValueOverflow};
 pub use source::{SourceLine, SourceTable};
 pub use top::{top, Inline, TopRow, TopTable};
 pub use units::{format_percent, format_value, output_unit, percentage, scale, scaled_label};

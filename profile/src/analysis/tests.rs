@@ -713,3 +713,61 @@ fn overflow_sums_print_exactly() {
         assert!(e.to_string().contains(&format!("add up to {n},")), "{e}");
     }
 }
+
+/// 3000 stacks of 1 to 6 frames over 5 functions (many equal, or prefixes of others,
+/// across several merge passes): the index and the flame tree built in slices of a
+/// few samples are the ones built in one go, and the flame tree's children are in
+/// name order with every value accounted for.
+#[test]
+fn sliced_builds_are_the_whole_builds() {
+    let mut b = Builder::new();
+    b.sample_type("alloc_space", "bytes");
+    let names = ["e", "d", "c", "b", "a"];
+    let locs: Vec<u64> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let f = b.function(n, n, "/src/x.go", 1);
+            b.location(0, 0x10 * (i as u64 + 1), vec![line(f, 1)], false)
+        })
+        .collect();
+    let (mut x, mut total) = (7u32, 0i64);
+    for v in 1..=3000i64 {
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        let stack = (0..1 + (x >> 16) % 6)
+            .map(|d| locs[((x >> (2 * d + 3)) % 5) as usize])
+            .collect();
+        b.sample(stack, vec![v], vec![]);
+        total += v;
+    }
+    let p = b.finish();
+    let whole = Index::new(&p);
+    let mut build = Index::build_shared(std::rc::Rc::new(p.clone()));
+    let mut steps = 0;
+    while !build.step(7) {
+        steps += 1;
+    }
+    let sliced = build.finish();
+    assert!(steps > 100, "{steps} steps");
+    let filter = Filter::none();
+    let tree = whole.flame(0, &filter);
+    let mut f = sliced.flame_build(0, &filter);
+    steps = 0;
+    while !f.step(5) {
+        steps += 1;
+    }
+    assert!(steps > 100, "{steps} steps");
+    assert_eq!(f.finish(), tree);
+    assert_eq!(tree.nodes[0].value, total);
+    // Pre-order, children in name order, each node's value its children's and its own.
+    for i in 0..tree.nodes.len() {
+        let (mut c, end, mut sum, mut last) = (i + 1, tree.nodes[i].end as usize, 0, "");
+        while c < end {
+            assert!(tree.name(c) > last, "children of {i} in name order");
+            last = tree.name(c);
+            sum += tree.nodes[c].value;
+            c = tree.nodes[c].end as usize;
+        }
+        assert_eq!(sum + tree.self_value(i), tree.nodes[i].value);
+    }
+}

@@ -19,8 +19,9 @@ pub struct Builder {
     /// sample with that hash, the others chained through `next_sample`. The key itself
     /// is not stored (it is the sample's own stack and labels, compared on a hit):
     /// a copy of every stack took as much memory as the samples (227 MB of a 1.5 GB
-    /// diff of two 52 MB profiles).
-    samples: HashMap<u64, u32>,
+    /// diff of two 52 MB profiles). u64 values, as a `u32` pads to the same 16 bytes
+    /// an entry: the map type of `mapping_start`, one copy of its code in the wasm.
+    samples: HashMap<u64, u64>,
     /// For each sample, the next sample of the same key hash (`NO_SAMPLE`: none).
     next_sample: Vec<u32>,
     /// The key being built (reused: a repeated key costs no allocation).
@@ -285,7 +286,7 @@ impl Builder {
             self.key.hash(&mut h);
             h.finish()
         };
-        let mut at = self.samples.get(&hash).copied().unwrap_or(NO_SAMPLE);
+        let mut at = self.samples.get(&hash).map_or(NO_SAMPLE, |&i| i as u32);
         while at != NO_SAMPLE {
             let s = &self.p.sample[at as usize];
             // The same key: the same stack, and the same labels as a set (the keys
@@ -318,7 +319,10 @@ impl Builder {
             self.next_sample.push(NO_SAMPLE);
         } else {
             // First of its key: at the head of its hash's chain.
-            let head = self.samples.insert(hash, index).unwrap_or(NO_SAMPLE);
+            let head = self
+                .samples
+                .insert(hash, u64::from(index))
+                .map_or(NO_SAMPLE, |h| h as u32);
             self.next_sample.push(head);
         }
         self.p.sample.push(Sample {
