@@ -18,10 +18,14 @@ use std::process::Command;
 /// C++ profile showed `malloc` and `operator new` where pprof shows the allocating
 /// function: +2.4 KiB raw / +1.1 KiB gzipped for the prune and its warning), which
 /// with the escaping of control and bidirectional characters in every name (as the
-/// CLI prints them; +0.8 KiB) left 314.0 / 128.9 KiB.
+/// CLI prints them; +0.8 KiB) left 314.0 / 128.9 KiB; by 1 / 1 KiB to 315 / 130 when
+/// the viewer began to build its index and first flame graph in slices, so the page
+/// answers within 100 ms while a big profile loads (issue 12: the 550k-sample profile's
+/// one 500–760 ms task became tasks of ≤ 104 ms; +4.2 KiB, 3.5 KiB of it won back in
+/// the same change, then the retention label's −0.2 KiB: 314.4 / 129.5 KiB).
 /// Winning it back is tracked in the issue notes.
-const BUDGET_RAW: u64 = 314 * 1024;
-const BUDGET_GZ: u64 = 129 * 1024;
+const BUDGET_RAW: u64 = 315 * 1024;
+const BUDGET_GZ: u64 = 130 * 1024;
 
 const TARGET: &str = "wasm32-unknown-unknown";
 
