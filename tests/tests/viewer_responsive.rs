@@ -1,16 +1,24 @@
 //! A big good profile in the viewer (issue 12), in real headless Chromium: the viewer
 //! benchmark's 550k-sample profile (50k distinct stacks, 52 MB raw, 38 MB gzipped; its
 //! first flame graph has 1.4M nodes), raw and gzipped. While it loads — decoded,
-//! indexed, its flame tree built, drawn — the page keeps answering: every round trip
-//! into the page, asked every 20 ms, and a 20 ms timer in it, within 200 ms. (Indexing
-//! and building the flame tree in one go once took a single task of 0.5–0.8 s.) The
-//! long tasks are printed, each placed among the load's performance marks.
+//! indexed, its flame tree built, drawn — the page keeps answering: no task on its main
+//! thread (the browser's own long-task entries) and no lateness of a 20 ms timer in it
+//! over 200 ms, and every round trip into the page from the test, asked every 20 ms,
+//! within 400 ms (that one also waits on the test's and the browser's processes, which
+//! on two loaded cores alone has taken 257 ms with no task over 97 ms). Indexing and
+//! building the flame tree in one go once took a single task of 0.5–0.8 s, and round
+//! trips of 552–702 ms. The long tasks are printed, each placed among the load's
+//! performance marks.
 
 use e2e::{browser_script, target_dir, www};
 use serde_json::Value;
 
-/// The longest the page may take to answer while loading (the issue's bound).
+/// The longest a task on the page's main thread, or a timer's lateness, may be while
+/// loading (the issue's bound for answering: 100 ms; 200 ms with a loaded machine's
+/// noise, as the hostile-input test allows).
 const MAX_MS: f64 = 200.0;
+/// The longest a round trip into the page from the test may take (see the module doc).
+const MAX_TRIP_MS: f64 = 400.0;
 
 #[test]
 fn a_big_profile_loads_while_the_page_keeps_answering() {
@@ -76,8 +84,18 @@ fn a_big_profile_loads_while_the_page_keeps_answering() {
             f["pixels"].as_u64().unwrap_or(0) > 1000,
             "{name}: the flame graph was not painted"
         );
+        let longest = f["longTasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["duration"].as_f64().unwrap())
+            .fold(0.0, f64::max);
         assert!(
-            ping < MAX_MS,
+            longest < MAX_MS,
+            "{name}: a task of {longest:.0} ms on the page's main thread while loading"
+        );
+        assert!(
+            ping < MAX_TRIP_MS,
             "{name}: the page took {ping:.0} ms to answer while loading"
         );
         assert!(
