@@ -404,6 +404,10 @@ fn sample_cost(config: Config) -> Result<(), String> {
             // SAFETY: prof.reset takes a size_t, the new lg_prof_sample.
             unsafe { tikv_jemalloc_ctl::raw::write(b"prof.reset\0", 0usize) }
                 .map_err(|e| format!("mallctl prof.reset: {e}"))?;
+            // The thread's next sampling point was drawn at the old mean interval (an
+            // exponential: unbounded): one allocation larger than it can be, in
+            // practice, so that every one after it is sampled.
+            black_box(vec![1u8; 256 << 20]);
         }
         _ => return Err(format!("no sampled-allocation cost for {}", config.name())),
     }
@@ -431,10 +435,39 @@ fn sample_cost(config: Config) -> Result<(), String> {
             if lg != 0 {
                 return Err(format!("jemalloc samples at lg_sample {lg}, not 0"));
             }
+            jemalloc_samples_every_allocation()?;
         }
     }
     println!("cost {} {}", pct(50), pct(99));
     Ok(())
+}
+
+/// Proof that jemalloc samples every allocation of this thread now (after the timed
+/// ones): `KEPT` 64-byte blocks kept alive are all in a `prof.dump` (interval 1), not
+/// just the setting read back.
+fn jemalloc_samples_every_allocation() -> Result<(), String> {
+    const KEPT: u64 = 1000;
+    let kept: Vec<Box<[u8; 64]>> = (0..KEPT).map(|_| Box::new([3u8; 64])).collect();
+    let path = std::env::temp_dir().join(format!("bench-peers-cost-{}.heap", std::process::id()));
+    jemalloc_dump(&path)?;
+    black_box(&kept);
+    let objects = check_jemalloc_dump(&path, 1);
+    let _ = std::fs::remove_file(&path);
+    match objects? {
+        n if n >= KEPT => Ok(()),
+        n => Err(format!(
+            "jemalloc's dump holds {n} live objects, fewer than the {KEPT} blocks kept: it does not sample every allocation"
+        )),
+    }
+}
+
+/// jemalloc's heap profile of this process now, written to `path` (`prof.dump`).
+fn jemalloc_dump(path: &Path) -> Result<(), String> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| format!("{}: a NUL in the path", path.display()))?;
+    // SAFETY: prof.dump takes a `const char *` file name, which `c` outlives.
+    unsafe { tikv_jemalloc_ctl::raw::write(b"prof.dump\0", c.as_ptr()) }
+        .map_err(|e| format!("mallctl prof.dump to {}: {e}", path.display()))
 }
 
 fn child(config: Config, out: &Path, short: bool, only: Option<&str>) -> Result<(), String> {
@@ -538,11 +571,7 @@ fn child(config: Config, out: &Path, short: bool, only: Option<&str>) -> Result<
         }
         Config::JemallocProf512K | Config::JemallocProf4K => {
             let path = out.join(format!("{}.heap", config.name()));
-            let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
-                .map_err(|_| format!("{}: a NUL in the path", path.display()))?;
-            // SAFETY: prof.dump takes a `const char *` file name, which `c` outlives.
-            unsafe { tikv_jemalloc_ctl::raw::write(b"prof.dump\0", c.as_ptr()) }
-                .map_err(|e| format!("mallctl prof.dump to {}: {e}", path.display()))?;
+            jemalloc_dump(&path)?;
             println!("profile {}", path.display());
             Ok(())
         }
@@ -705,7 +734,9 @@ fn run_child(exe: &Path, o: &Opts, config: Config, check_symbols: bool) -> Resul
                 );
             }
         }
-        _ => check_jemalloc_dump(&profile, interval)?,
+        _ => {
+            check_jemalloc_dump(&profile, interval)?;
+        }
     }
     if check_symbols {
         if let Some(hs) = &o.heapsnap {
@@ -738,8 +769,8 @@ fn run_cost(exe: &Path, config: Config) -> Result<(u64, u64), String> {
 }
 
 /// A jemalloc dump at `interval` with samples: `heap_v2/INTERVAL` then
-/// `  t*: OBJECTS: BYTES [..]` with both non-zero.
-fn check_jemalloc_dump(path: &Path, interval: usize) -> Result<(), String> {
+/// `  t*: OBJECTS: BYTES [..]` with both non-zero. Returns OBJECTS.
+fn check_jemalloc_dump(path: &Path, interval: usize) -> Result<u64, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("jemalloc wrote no readable dump at {}: {e}", path.display()))?;
     let mut lines = text.lines();
@@ -763,7 +794,7 @@ fn check_jemalloc_dump(path: &Path, interval: usize) -> Result<(), String> {
             path.display()
         ));
     }
-    Ok(())
+    Ok(counts[0])
 }
 
 /// `heapsnap top PROFILE --elf EXE` names the map the child kept alive.

@@ -314,7 +314,7 @@ fn run(cli: Cli) -> Result<()> {
             sample_index,
             nodecount,
         } => {
-            let p = read_profile(&file, &sym, limits)?;
+            let p = read_profile_as(&file, &sym, limits, Samples::MergedByStack)?;
             print_top(&p, sample_index.as_deref(), nodecount, false)
                 .with_context(|| file.clone())?;
             print_warnings(&file, &p);
@@ -968,9 +968,25 @@ fn read_input_bytes(path: &str, limits: &Limits) -> Result<Vec<u8>> {
     )
 }
 
+/// How a pprof input's samples are decoded.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Samples {
+    /// Each as written, with every label: what a conversion or a diff writes out.
+    Kept,
+    /// Merged by stack while read ([`analysis::decode_compact`]: numeric labels
+    /// dropped, the diff-base label kept), for a report that only sums them by stack
+    /// (`top`): a fraction of the memory and time of a profile of many samples.
+    MergedByStack,
+}
+
 /// Reads an input (file or `-`) within the limits: the decoded input and its size
 /// in bytes (what the entry budget of a later conversion is relative to).
 fn read_input(path: &str, limits: &Limits) -> Result<(Input, u64)> {
+    read_input_as(path, limits, Samples::Kept)
+}
+
+/// [`read_input`], a pprof input's samples decoded as `samples` says.
+fn read_input_as(path: &str, limits: &Limits, samples: Samples) -> Result<(Input, u64)> {
     if let Some((capture, index)) = frame_pick(path) {
         let bytes = read_input_bytes(capture, limits)?;
         let s = series::read_series([(capture, bytes.as_slice())], limits)?;
@@ -985,6 +1001,12 @@ fn read_input(path: &str, limits: &Limits) -> Result<(Input, u64)> {
         return Ok((item.input, bytes.len() as u64));
     }
     let bytes = read_input_bytes(path, limits)?;
+    if samples == Samples::MergedByStack && import::is_pprof(&bytes) {
+        // On an error, the whole decoder below names it (the same scan and checks).
+        if let Ok(p) = analysis::decode_compact_limited(&bytes, limits) {
+            return Ok((Input::Profile(p), bytes.len() as u64));
+        }
+    }
     let i = import::guess_limited(&bytes, limits).with_context(|| path.to_owned())?;
     if let Input::Snapshot {
         bad_frames, frames, ..
@@ -1037,7 +1059,17 @@ fn warn(msg: &str) {
 
 /// A snapshot (symbolized) or profile, as pprof would show it (frames pruned).
 fn read_profile(path: &str, sym: &SymArgs, limits: &Limits) -> Result<Profile> {
-    let mut p = read_profile_as_is(path, sym, limits)?;
+    read_profile_as(path, sym, limits, Samples::Kept)
+}
+
+/// [`read_profile`], a pprof input's samples decoded as `samples` says.
+fn read_profile_as(
+    path: &str,
+    sym: &SymArgs,
+    limits: &Limits,
+    samples: Samples,
+) -> Result<Profile> {
+    let mut p = read_profile_as_is(path, sym, limits, samples)?;
     // As pprof reads a profile: its drop_frames/keep_frames applied.
     if let Err(e) = p.remove_uninteresting_frames() {
         warn(&format!(
@@ -1047,9 +1079,14 @@ fn read_profile(path: &str, sym: &SymArgs, limits: &Limits) -> Result<Profile> {
     Ok(p)
 }
 
-/// [`read_profile`] without pprof's frame pruning.
-fn read_profile_as_is(path: &str, sym: &SymArgs, limits: &Limits) -> Result<Profile> {
-    match read_input(path, limits)? {
+/// [`read_profile_as`] without pprof's frame pruning.
+fn read_profile_as_is(
+    path: &str,
+    sym: &SymArgs,
+    limits: &Limits,
+    samples: Samples,
+) -> Result<Profile> {
+    match read_input_as(path, limits, samples)? {
         (Input::Snapshot { snapshot, .. }, len) => {
             symbolized(&snapshot, len, sym, limits).with_context(|| path.to_owned())
         }

@@ -349,6 +349,24 @@ fn diff_of_two_large_profiles_stays_within_a_multiple_of_their_size() {
 }
 
 #[test]
+fn top_of_a_profile_of_many_samples_stays_within_three_times_its_size() {
+    // 550k samples (52 MB raw) over 5,000 stacks: `top` only sums samples by stack,
+    // so it decodes them merged while read (as the viewer does), never 550k `Sample`s
+    // with their labels. Issue 19's goal: peak memory at most 3× the raw profile.
+    let bytes = gen::big_profile(550_000, 5_000, 1);
+    let size = bytes.len() as u64;
+    assert!(size > 50 << 20, "{size}");
+    let f = write("many-samples.pb", &bytes);
+    drop(bytes);
+    let top = succeeds(&heapsnap_within(
+        (3 * size) >> 20,
+        &["top", "-n", "3", path(&f)],
+    ));
+    assert!(top.contains("Showing nodes accounting for"), "{top}");
+    std::fs::remove_file(f).unwrap();
+}
+
+#[test]
 fn convert_of_a_large_snapshot_stays_within_the_limit() {
     // 100k stacks of 18–46 frames, 8 buckets each: 800k samples from a 17 MB snapshot,
     // which took 796 MB (the encoding whole, then gzipped; every stack copied as a map

@@ -229,7 +229,8 @@ fn legacy_heap_profiles() {
 
 /// Legacy profiles that are not heaps, written by the real tools: a gperftools CPU
 /// profile of `tests/c/busy.c` (`busy.prof` from `target/legacy-corpus-cpu/`) and Go's
-/// goroutine, block and mutex profiles at `debug=1` (from
+/// goroutine, block and mutex profiles and its own profile of open connections
+/// (`pprof.NewProfile("example.com/conns")`, `go.custom`) at `debug=1` (from
 /// `target/legacy-corpus-go-runtime/text/`), both made by `tests/tests/legacy_formats.rs`
 /// (copy them from there to refresh these). Their conversion, folded stacks of every
 /// sample type and inspect report are golden; `threadcreate` at `debug=1` (`go.threadcreate`)
@@ -241,7 +242,12 @@ fn legacy_other_profiles() {
         (
             "go.goroutine",
             "go-goroutine",
-            "Go count profile (goroutine, threadcreate; debug=1)",
+            "Go count profile (goroutine, threadcreate, a program's own; debug=1)",
+        ),
+        (
+            "go.custom",
+            "go-custom",
+            "Go count profile (goroutine, threadcreate, a program's own; debug=1)",
         ),
         (
             "go.block",
@@ -256,12 +262,7 @@ fn legacy_other_profiles() {
     ] {
         let s = legacy(file, format);
         let p = convert::to_profile(&s, &mut NoSymbols(&s), &mut |_, _| {});
-        p.check_valid().unwrap();
-        check(&format!("{name}.pprof.txt"), dump(&p).as_bytes());
-        let folded: String = (0..p.sample_type.len())
-            .map(|i| format!("# sample type {i}\n{}", export::folded(&p, i)))
-            .collect();
-        check(&format!("{name}.folded"), folded.as_bytes());
+        check_profile(name, &p);
         check(
             &format!("{name}.inspect.txt"),
             convert::inspect_report(&s, &|n| std::borrow::Cow::Borrowed(n)).as_bytes(),
@@ -289,4 +290,38 @@ fn legacy_text_export_reads_back() {
         export::folded(&p, 3),
         "inuse_space after a round trip through the legacy text"
     );
+}
+
+/// Java's heap and contention profiles (`java.heapz`, `java.contentionz`: the text of
+/// `tests/tests/legacy_formats.rs`, which compares them with `go tool pprof`), read into
+/// the model with the frames they name: their conversion and folded stacks of every
+/// sample type are golden.
+#[test]
+fn java_profiles() {
+    for (file, name) in [
+        ("java.heapz", "java-heapz"),
+        ("java.contentionz", "java-contentionz"),
+    ] {
+        let bytes = std::fs::read(golden_dir().join(file)).unwrap();
+        assert_eq!(
+            convert::guess_format(&bytes),
+            Some("Java profile (heapz, contentionz)")
+        );
+        let p = match convert::guess(&bytes).unwrap_or_else(|e| panic!("{file}: {e}")) {
+            convert::Input::Profile(p) => p,
+            other => panic!("{file} read as {other:?}"),
+        };
+        check_profile(name, &p);
+    }
+}
+
+/// `p` valid, and its dump (`NAME.pprof.txt`) and folded stacks of every sample type
+/// (`NAME.folded`) golden.
+fn check_profile(name: &str, p: &profile::Profile) {
+    p.check_valid().unwrap();
+    check(&format!("{name}.pprof.txt"), dump(p).as_bytes());
+    let folded: String = (0..p.sample_type.len())
+        .map(|i| format!("# sample type {i}\n{}", export::folded(p, i)))
+        .collect();
+    check(&format!("{name}.folded"), folded.as_bytes());
 }

@@ -54,9 +54,15 @@ fn corpus() -> Vec<(String, Vec<u8>, &'static str)> {
         ("gperftools.cpu", "gperftools CPU profile"),
         (
             "go.goroutine",
-            "Go count profile (goroutine, threadcreate; debug=1)",
+            "Go count profile (goroutine, threadcreate, a program's own; debug=1)",
+        ),
+        (
+            "go.custom",
+            "Go count profile (goroutine, threadcreate, a program's own; debug=1)",
         ),
         ("go.block", "contention profile (Go block, mutex; debug=1)"),
+        ("java.heapz", "Java profile (heapz, contentionz)"),
+        ("java.contentionz", "Java profile (heapz, contentionz)"),
         ("go.mutex", "contention profile (Go block, mutex; debug=1)"),
     ] {
         v.push((file.into(), golden(file), format));
@@ -73,7 +79,14 @@ fn guess_reads_every_golden_with_its_own_importer() {
         // Legacy heap profiles are read into the snapshot model (symbolized later).
         let snapshot_model = format.starts_with("heapsnap")
             || format.ends_with("heap profile")
-            || ["gperftools.cpu", "go.goroutine", "go.block", "go.mutex"].contains(&name.as_str());
+            || [
+                "gperftools.cpu",
+                "go.goroutine",
+                "go.custom",
+                "go.block",
+                "go.mutex",
+            ]
+            .contains(&name.as_str());
         assert_eq!(is_snapshot, snapshot_model, "{name}");
         if let Input::Profile(p) = input {
             assert!(!p.sample.is_empty(), "{name}: no samples read");
@@ -263,7 +276,7 @@ fn legacy_heap_profiles_are_unsampled_and_mapped() {
 
 #[test]
 fn bad_go_count_and_contention_profiles_name_the_line() {
-    const COUNT: &str = "Go count profile (goroutine, threadcreate; debug=1)";
+    const COUNT: &str = "Go count profile (goroutine, threadcreate, a program's own; debug=1)";
     const CONTENTION: &str = "contention profile (Go block, mutex; debug=1)";
     let cases = [
         (
@@ -277,8 +290,8 @@ fn bad_go_count_and_contention_profiles_name_the_line() {
             format!("{COUNT}, line 4: expected `COUNT @ 0xADDR …` (at least one address), found `1 @ 0x10 0xzz`"),
         ),
         (
-            "heapz profile: total 1\n1 @ 0x10\n".to_owned(),
-            format!("{COUNT}, line 1: unknown count profile `heapz`"),
+            "example.com/conns profile: total 2\n1 @ 0x10\n1 @ 0x20 x\n".to_owned(),
+            format!("{COUNT}, line 3: expected `COUNT @ 0xADDR …` (at least one address), found `1 @ 0x20 x`"),
         ),
         (
             "--- mutex:\ncycles/second=x\n".to_owned(),
@@ -302,6 +315,37 @@ fn bad_go_count_and_contention_profiles_name_the_line() {
         assert!(
             e.starts_with(&want),
             "{text:?}:\n  got  {e}\n  want {want}…"
+        );
+    }
+}
+
+/// A count profile of a name Go does not write itself (a program's own
+/// `pprof.NewProfile`) is read as pprof's `parseGoCount` reads it: one sample type of
+/// that name, unit `count`, the period the same; `inspect` names it too. Two such files
+/// of different names read at once keep their own names.
+#[test]
+fn a_programs_own_count_profile_keeps_its_type_name() {
+    let read = |text: &str| match import::guess(text.as_bytes()).unwrap() {
+        Input::Snapshot { snapshot, .. } => snapshot,
+        other => panic!("{text:?} read as {other:?}"),
+    };
+    let conns = read("example.com/conns profile: total 3\n2 @ 0x10 0x20\n1 @ 0x10\n");
+    let files = read("\n# files\nopen-files profile: total 5\n5 @ 0x30\n");
+    for (s, name, total) in [(&conns, "example.com/conns", 3), (&files, "open-files", 5)] {
+        let p = import::to_profile(s, &mut NoSymbols(s), &mut |_, _| {});
+        p.check_valid().unwrap();
+        assert_eq!(p.sample_types(), vec![(name, "count")]);
+        let period = p.period_type.unwrap();
+        assert_eq!(
+            (p.str(period.r#type), p.str(period.unit), p.period),
+            (name, "count", 1)
+        );
+        let sum: i64 = p.sample.iter().map(|x| x.value[0]).sum();
+        assert_eq!(sum, total, "{name}");
+        let report = import::inspect_report(s, &|n| std::borrow::Cow::Borrowed(n));
+        assert!(
+            report.contains(&format!("total {name} {total} (count)")),
+            "{report}"
         );
     }
 }
@@ -346,7 +390,13 @@ fn bad_gperftools_cpu_profiles_name_the_byte_offset() {
 /// `import_guess` goes further from the same seeds).
 #[test]
 fn damaged_cpu_goroutine_and_contention_files_never_panic() {
-    for file in ["gperftools.cpu", "go.goroutine", "go.block", "go.mutex"] {
+    for file in [
+        "gperftools.cpu",
+        "go.goroutine",
+        "go.custom",
+        "go.block",
+        "go.mutex",
+    ] {
         let bytes = golden(file);
         // About 400 positions per file, spread over it (a debug build is slow).
         let step = (bytes.len() / 400).max(1);

@@ -31,6 +31,11 @@ pub struct Snapshot {
     /// The device's clock at the snapshot (version 3), when the integrator supplied
     /// one; `None` otherwise.
     pub timestamp: Option<crate::snapshot::Timestamp>,
+    /// The sample type of a snapshot that a host importer read from another tool's
+    /// count profile whose type its `version` cannot name (a Go program's own
+    /// `pprof.NewProfile("example.com/conns")` at `debug=1`). Never on the wire: `None`
+    /// for every decoded heapsnap snapshot.
+    pub count_type: Option<String>,
 }
 
 /// A memory mapping of the profiled program (host/PIE programs, or a kernel's modules).

@@ -193,6 +193,7 @@ fn the_bound_is_tight_for_a_source_of_the_widest_values() {
         let snap = Snapshot {
             objects: None,
             timestamp: None,
+            count_type: None,
             version: sampler_core::snapshot::VERSION,
             word_size,
             sample_rate: u64::MAX,

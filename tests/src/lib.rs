@@ -103,8 +103,9 @@ pub fn go_heap_profile(dir: &Path) -> PathBuf {
 }
 
 /// The parity corpus of `tests/go/profiles`, written into `dir`: every Go runtime
-/// profile at debug=0 (heap, heap2, allocs, cpu, block, mutex, goroutine, threadcreate)
-/// and the profiles it writes with pprof's own `profile` package (units, units2, frames,
+/// profile at debug=0 (heap, heap2, allocs, cpu, block, mutex, goroutine, threadcreate,
+/// and the program's own `example.com/conns` count profile as custom) and the profiles
+/// it writes with pprof's own `profile` package (units, units2, frames,
 /// utf8; see its main.go). That package is the one `go tool pprof` reads with, vendored
 /// in GOROOT (`cmd/vendor/github.com/google/pprof/profile`): it is copied next to the
 /// program's source under `dir` and the program's module points at it, so the build
@@ -158,8 +159,8 @@ pub fn go_profile_corpus(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The `debug=1` text twins of the runtime profiles [`go_profile_corpus`] writes into
-/// `dir` (heap, allocs, block, mutex, goroutine, threadcreate `.txt`, each written right
-/// after its `debug=0` file by the same process), and the program that wrote them (the
+/// `dir` (heap, allocs, block, mutex, goroutine, threadcreate, custom `.txt`, each
+/// written right after its `debug=0` file by the same process), and the program that wrote them (the
 /// ELF that symbolizes them).
 pub fn go_text_corpus(dir: &Path) -> (PathBuf, PathBuf) {
     go_profile_corpus(dir);

@@ -107,7 +107,8 @@ fn heapsnap(args: &[&str], file: &Path) -> String {
         .arg(file))
 }
 
-/// `top` output as compared: pprof's `File:` line dropped, trailing blanks trimmed,
+/// `top` output as compared: pprof's `File:` and `Duration:` lines dropped (as in
+/// `pprof_parity.rs`: heapsnap prints neither), trailing blanks trimmed,
 /// blank lines dropped, and (`start`) `_start` named as pprof names it, by the
 /// program's mapping (`[leaky]`), in the place pprof's order (flat, cum, then name)
 /// gives that name.
@@ -115,7 +116,9 @@ fn normalized(text: &str, start: Option<&Path>) -> Vec<String> {
     let mapping = start.map(|p| format!("[{}]", p.file_name().unwrap().to_string_lossy()));
     let mut lines: Vec<String> = text
         .lines()
-        .filter(|l| !l.starts_with("File: ") && !l.trim().is_empty())
+        .filter(|l| {
+            !l.starts_with("File: ") && !l.starts_with("Duration: ") && !l.trim().is_empty()
+        })
         .map(|l| {
             let l = l.trim_end();
             match (l.strip_suffix("  _start"), &mapping) {
@@ -148,7 +151,18 @@ fn normalized(text: &str, start: Option<&Path>) -> Vec<String> {
 /// -nodefraction=0 prog file`, for the default sample type and each of `indices`;
 /// returns pprof's outputs.
 fn assert_top_equals_pprof(prog: &Path, file: &Path, indices: &[&str], start: bool) -> Vec<String> {
-    let start = start.then_some(prog);
+    top_equals_pprof(Some(prog), file, indices, start)
+}
+
+/// [`assert_top_equals_pprof`], with `prog` given to both when there is one (a file
+/// that names its own frames has none).
+fn top_equals_pprof(
+    prog: Option<&Path>,
+    file: &Path,
+    indices: &[&str],
+    start: bool,
+) -> Vec<String> {
+    let start = prog.filter(|_| start);
     let mut outputs = Vec::new();
     for index in std::iter::once("").chain(indices.iter().copied()) {
         let mut args = vec!["top"];
@@ -158,12 +172,13 @@ fn assert_top_equals_pprof(prog: &Path, file: &Path, indices: &[&str], start: bo
             args.extend(["--sample-index", index]);
             theirs_args.push(&flag);
         }
-        let ours = run(Command::new(e2e::heapsnap())
-            .args(&args)
-            .args(["--no-local", "--elf"])
-            .arg(prog)
-            .arg(file));
-        theirs_args.push(prog.to_str().unwrap());
+        let mut ours = Command::new(e2e::heapsnap());
+        ours.args(&args).arg("--no-local");
+        if let Some(prog) = prog {
+            ours.arg("--elf").arg(prog);
+            theirs_args.push(prog.to_str().unwrap());
+        }
+        let ours = run(ours.arg(file));
         let theirs = pprof(&theirs_args, file);
         if !index.is_empty() {
             assert!(theirs.contains(&format!("Type: {index}\n")), "{theirs}");
@@ -396,7 +411,7 @@ fn go_tool_pprof_refuses_jemalloc_dumps_that_heapsnap_reads() {
 
 /// Go's other runtime profiles at `debug=1` (`tests/go/profiles`, the program that
 /// writes the `debug=0` parity corpus, writes each at `debug=1` right after): goroutine
-/// (`parseGoCount`), block and mutex (`--- contention:` / `--- mutex:`,
+/// and the program's own profile of open connections (`parseGoCount`, any type name), block and mutex (`--- contention:` / `--- mutex:`,
 /// `parseContention`), and heap and allocs (`parseHeap`): `heapsnap top` with the
 /// program as `--elf` equals `go tool pprof -top` with it, for the default and every
 /// sample type. threadcreate at `debug=1` (records `N @` without addresses) is
@@ -406,12 +421,18 @@ fn go_debug1_runtime_profiles_top_equal_pprof_top() {
     let dir = target_dir().join("legacy-corpus-go-runtime");
     let _ = std::fs::remove_dir_all(&dir);
     let (prog, text) = e2e::go_text_corpus(&dir);
-    let cases: [(&str, &str, &[&str], &str); 5] = [
+    let cases: [(&str, &str, &[&str], &str); 6] = [
         (
             "goroutine.txt",
-            "Go count profile (goroutine, threadcreate; debug=1)",
+            "Go count profile (goroutine, threadcreate, a program's own; debug=1)",
             &[],
             "  main.parked\n",
+        ),
+        (
+            "custom.txt",
+            "Go count profile (goroutine, threadcreate, a program's own; debug=1)",
+            &[],
+            "  main.openPool\n",
         ),
         (
             "block.txt",
@@ -458,6 +479,11 @@ fn go_debug1_runtime_profiles_top_equal_pprof_top() {
         &text.join("goroutine.txt"),
     );
     assert!(goroutine.contains("Type: goroutine\n"), "{goroutine}");
+    let custom = pprof(
+        &["-top", "-nodefraction=0", prog.to_str().unwrap()],
+        &text.join("custom.txt"),
+    );
+    assert!(custom.contains("Type: example.com/conns\n"), "{custom}");
     let threadcreate = text.join("threadcreate.txt");
     let t = std::fs::read_to_string(&threadcreate).unwrap();
     assert!(t.starts_with("threadcreate profile: total "), "{t}");
@@ -635,5 +661,75 @@ fn contention_variants_and_bad_files_as_pprof() {
     assert_both_refuse(
         &cut,
         "gperftools CPU profile, byte offset 40: a record's count and depth are cut off",
+    );
+}
+
+/// A Java heap profile (`--- heapz 1 ---`) and a Java contention profile
+/// (`--- contentionz 1 ---` with Java's attributes), read as pprof's
+/// `legacy_java_profile.go` reads them: `heapsnap top` equals `go tool pprof -top` for
+/// the default and every sample type. Written here by hand: no program on this machine
+/// writes them (the agent is Google's own). The frames cover every form pprof knows:
+/// `(file:line)`, a shared library's path, a line number that is not positive, a bare
+/// name; the heap's records are unsampled at 512 KiB and the contention's multiplied by
+/// the sampling period. A heapz file without its `resolution` is refused by both.
+#[test]
+fn java_heap_and_contention_profiles_top_equal_pprof_top() {
+    let dir = target_dir().join("legacy-corpus-java");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let heapz = "--- heapz 1 ---\nformat = java\nresolution = bytes\n \
+        6291456 12 @ 0x100 0x200 0x300 0x400\n \
+        1048576 2048 @ 0x500 0x200 0x300 0x400\n \
+        262144 1 @ 0x600 0x700 0x400\n \
+        40960 640 @ 0x800 0x300 0x400\n \
+        6291456 12 @ 0x100 0x900 0x400\n \
+        0x100 java.util.Arrays.copyOf (Arrays.java:3512)\n \
+        0x200 java.util.ArrayList.grow (ArrayList.java:237)\n \
+        0x300 com.example.cache.Cache.put (Cache.java:42)\n \
+        0x400 com.example.Main.main (Main.java:17)\n \
+        0x500 java.lang.StringBuilder.<init> (StringBuilder.java:101)\n \
+        0x600 memcpy (/lib/x86_64-linux-gnu/libc.so.6)\n \
+        0x700 Interpreter\n \
+        0x800 com.example.cache.Entry.<init> (Entry.java:-1)\n \
+        0x900 com.example.cache.Cache.resize (Cache.java:88)\n";
+    let contentionz = "--- contentionz 1 ---\nformat = java\nresolution = microseconds\n\
+        sampling period = 100\nms since reset = 6000\n \
+        3000 12 @ 0x10 0x20 0x30\n \
+        250 3 @ 0x10 0x40 0x30\n \
+        90000 1 @ 0x50 0x30\n \
+        0x10 java.lang.Object.wait (Native Method)\n \
+        0x20 com.example.Queue.take (Queue.java:77)\n \
+        0x30 java.lang.Thread.run (Thread.java:833)\n \
+        0x40 com.example.Pool.borrow (Pool.java:12)\n \
+        0x50 com.example.Lock.lock (Lock.java:5)";
+    for (name, text, indices, shown) in [
+        (
+            "heapz.txt",
+            heapz,
+            ["inuse_objects", "inuse_space"],
+            "  java.lang.StringBuilder.<init>\n",
+        ),
+        (
+            "contentionz.txt",
+            contentionz,
+            ["contentions", "delay"],
+            "  com.example.Lock.lock\n",
+        ),
+    ] {
+        let file = dir.join(name);
+        std::fs::write(&file, text).unwrap();
+        assert_eq!(
+            heapsnap_profile::import::guess_format(text.as_bytes()),
+            Some("Java profile (heapz, contentionz)"),
+            "{name}"
+        );
+        let theirs = top_equals_pprof(None, &file, &indices, false);
+        assert!(theirs.iter().all(|t| t.contains(shown)), "{theirs:#?}");
+    }
+    let bad = dir.join("no-resolution.txt");
+    std::fs::write(&bad, heapz.replace("resolution = bytes\n", "")).unwrap();
+    assert_both_refuse(
+        &bad,
+        "Java profile (heapz, contentionz), line 3: a record before any `resolution` attribute",
     );
 }

@@ -110,6 +110,7 @@ fn top_equals_pprof_top_for_every_file_and_sample_type() {
         ("mutex.pb.gz", "Type: contentions"),
         ("goroutine.pb.gz", "Type: goroutine"),
         ("threadcreate.pb.gz", "Type: threadcreate"),
+        ("custom.pb.gz", "Type: example.com/conns"),
         ("heap.pb.gz", " (inline)"),
         ("allocs.pb.gz", "Type: alloc_space"),
         ("units.pb.gz", "ms, 100% of"),

@@ -1,7 +1,7 @@
 //! The viewer opens every input format the CLI reads, in real headless Chromium: files
 //! that are not pprof (a heapsnap snapshot, a truncated one, gperftools heap and CPU,
-//! jemalloc, Go `debug=1` heap, goroutine, block and mutex text, folded stacks) go through the importer module, loaded in a
-//! worker only then (`www/import-worker.js`, `viewer-import`), and must show the same
+//! jemalloc, Go `debug=1` heap, goroutine, a program's own count profile, block and
+//! mutex text, Java heapz and contentionz text, folded stacks) go through the importer module, loaded in a worker only then (`www/import-worker.js`, `viewer-import`), and must show the same
 //! top table as `go tool pprof -top` shows for what `heapsnap convert` makes of the
 //! same file, or the same error the CLI gives. A plain pprof profile never loads the
 //! importer. (The firmware snapshot dropped with its ELF, symbolized in the browser,
@@ -22,8 +22,9 @@ fn golden(name: &str) -> PathBuf {
 }
 
 /// What the CLI makes of `input` (`heapsnap convert --no-local`: the browser has no
-/// local files to find mapped programs in), as pprof's `-top` rows for `sample_type`.
-fn cli_rows(input: &Path, sample_type: &str, dir: &Path) -> Vec<e2e::TopRow> {
+/// local files to find mapped programs in), as pprof's `-top` rows for `sample_type`,
+/// printed in `unit` (the sample type's own: the page shows values unscaled).
+fn cli_rows(input: &Path, sample_type: &str, unit: &str, dir: &Path) -> Vec<e2e::TopRow> {
     let name = input.file_name().unwrap().to_string_lossy();
     let pb = dir.join(format!("{name}.pb.gz"));
     run(Command::new(heapsnap())
@@ -34,12 +35,8 @@ fn cli_rows(input: &Path, sample_type: &str, dir: &Path) -> Vec<e2e::TopRow> {
         &[
             "-top",
             "-nodefraction=0",
-            // Exact values: times in nanoseconds, the rest as plain numbers.
-            if matches!(sample_type, "cpu" | "delay") {
-                "-unit=ns"
-            } else {
-                "-unit=bytes"
-            },
+            // Exact values: times in their own unit, the rest as plain numbers.
+            &format!("-unit={unit}"),
             // The profile as converted: pprof would otherwise symbolize addresses
             // from any program on this machine that a mapping names.
             "-symbolize=none",
@@ -64,6 +61,9 @@ fn every_format_the_cli_reads_opens_in_the_viewer_with_the_same_top_table() {
         ("folded", golden("gperftools.folded")),
         ("cpu", golden("gperftools.cpu")),
         ("goroutine", golden("go.goroutine")),
+        ("custom", golden("go.custom")),
+        ("java_heap", golden("java.heapz")),
+        ("java_contention", golden("java.contentionz")),
         ("block", golden("go.block")),
         ("mutex", golden("go.mutex")),
     ];
@@ -102,7 +102,12 @@ fn every_format_the_cli_reads_opens_in_the_viewer_with_the_same_top_table() {
         let types = case["sampleTypes"].as_array().expect("sample types");
         assert!(!types.is_empty(), "{name}: no sample types");
         for st in types.iter().filter_map(|t| t.as_str()) {
-            let theirs = cli_rows(f, st, &dir);
+            let unit = match (*name, st) {
+                ("java_contention", "delay") => "us",
+                (_, "cpu" | "delay") => "ns",
+                _ => "bytes",
+            };
+            let theirs = cli_rows(f, st, unit, &dir);
             assert!(!theirs.is_empty(), "{name}: pprof shows no rows for {st}");
             assert_same_table(
                 &format!("{name} ({st})"),
@@ -111,6 +116,13 @@ fn every_format_the_cli_reads_opens_in_the_viewer_with_the_same_top_table() {
             );
         }
     }
+
+    // A program's own count profile shows under its own type name, as pprof's `Type:`.
+    assert_eq!(
+        result["custom"]["sampleTypes"],
+        serde_json::json!(["example.com/conns"]),
+        "the custom count profile's sample types"
+    );
 
     // The CLI's own error for the truncated snapshot, named by the file.
     let out = Command::new(heapsnap())

@@ -9,6 +9,7 @@ mod firmware;
 mod firmware_c;
 mod fuzz;
 mod guide;
+mod icount;
 mod peers;
 mod sampler;
 mod test;
@@ -41,7 +42,8 @@ tasks:
   bench [--peers [--short]]      run the criterion benchmarks and print their figures
                                  (--peers: heapsnap's sampler against jemalloc's profiler on
                                  the same workloads, one table; --short: 512 KiB only, quick)
-  device                         sampler-core device builds, no-panic link test, flash size
+  device                         sampler-core device builds, no-panic link test, flash size,
+                                 instructions the not-sampled path adds (QEMU Cortex-M3)
   check                          rustfmt, clippy (warnings denied), viewer/device feature builds
   fuzz [--seconds N]             run every cargo-fuzz target briefly (as `test` does),
                                  or N seconds each (the long runs are by hand)

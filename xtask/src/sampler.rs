@@ -5,6 +5,7 @@ use std::process::Command;
 
 use object::{Object, ObjectSection, ObjectSymbol, SectionKind};
 
+use crate::icount;
 use crate::tools::{self, cargo, root, step, Res};
 
 /// Device targets sampler-core must build for without `alloc` (thumbv6m: no CAS).
@@ -21,7 +22,8 @@ const FLASH_TARGET: u64 = 8 * 1024;
 const PANIC_SYMBOL: &str = "heapsnap_link_test_found_a_reachable_panic";
 
 /// sampler-core for thumbv6m / thumbv7em / riscv32 without alloc, the no-panic link
-/// test, and the flash size of a minimal ProfiledAlloc binary.
+/// test, the flash size of a minimal ProfiledAlloc binary, and the instructions its
+/// not-sampled path adds, executed on an emulated Cortex-M3.
 pub fn device_checks() -> Res {
     tools::ensure_targets(DEVICE_TARGETS)?;
     // 1. The library for every device target, no features: no std, no alloc. The
@@ -125,6 +127,68 @@ pub fn device_checks() -> Res {
     if delta > FLASH_TARGET {
         return Err(format!(
             "the profiler costs {delta} B of flash, over the {FLASH_TARGET} B target"
+        ));
+    }
+    // 4. Instructions executed on the fast path, on an emulated Cortex-M3.
+    step("instructions ProfiledAlloc adds on thumbv7m: the `icount` bin in QEMU lm3s6965evb, one instruction per TB");
+    tools::ensure_targets(&[ICOUNT_TARGET])?;
+    tools::run(&mut link(&["--target", ICOUNT_TARGET, "--bin", "icount"]))?;
+    let elf = target_dir.join(ICOUNT_TARGET).join("release/icount");
+    let c = icount::measure(&elf, &target_dir.join("icount"))?;
+    fast_path_report(&c)
+}
+
+/// The Cortex-M3 target the instruction counts are measured on (QEMU's lm3s6965evb).
+const ICOUNT_TARGET: &str = "thumbv7m-none-eabi";
+
+/// Print the instruction counts; fail when they are not sane or over budget.
+fn fast_path_report(c: &icount::Counts) -> Res {
+    use icount::{range, show, ALLOC_BUDGET, FREE_BUDGET};
+    let (alloc_adds, free_adds) = (c.alloc_adds(), c.free_adds());
+    eprintln!(
+        "    instructions executed (net of the {} of the marker calls; 16-byte blocks):",
+        c.glue
+    );
+    eprintln!(
+        "      alloc: Bump {:>4}, ProfiledAlloc<Bump> not sampled {:>4}, sampled at rate 1 {:>4}",
+        show(&c.inner_alloc),
+        show(&c.profiled_alloc),
+        c.sampled_alloc
+    );
+    eprintln!(
+        "      free:  Bump {:>4}, ProfiledAlloc<Bump> unsampled object {:>4}, sampled object {:>4}",
+        show(&c.inner_free),
+        show(&c.profiled_free),
+        c.sampled_free
+    );
+    println!(
+        "sampler-core fast path: ProfiledAlloc adds {} instructions to a not-sampled alloc, {} to a free of an unsampled object on thumbv7m (budget {ALLOC_BUDGET} / {FREE_BUDGET})",
+        show(&alloc_adds),
+        show(&free_adds)
+    );
+    let ((a_min, a_max), (f_min, f_max)) = (range(&alloc_adds), range(&free_adds));
+    let (p_max, pf_max) = (range(&c.profiled_alloc).1, range(&c.profiled_free).1);
+    if a_min <= 0 || f_min <= 0 || range(&c.inner_alloc).0 <= 0 {
+        return Err(format!(
+            "implausible instruction counts (ProfiledAlloc adds {} / {}, Bump's alloc {}): \
+             the profiler's fast path cannot be free and the inner allocator cannot be empty",
+            show(&alloc_adds),
+            show(&free_adds),
+            show(&c.inner_alloc)
+        ));
+    }
+    if c.sampled_alloc <= p_max || c.sampled_free <= pf_max {
+        return Err(format!(
+            "a sampled allocation ({}) and its free ({}) should cost more than the \
+             not-sampled ones ({p_max}, {pf_max}): the measured segments are not what they claim",
+            c.sampled_alloc, c.sampled_free
+        ));
+    }
+    if a_max > ALLOC_BUDGET || f_max > FREE_BUDGET {
+        return Err(format!(
+            "ProfiledAlloc's not-sampled path costs {a_max} instructions per alloc and \
+             {f_max} per free over the inner allocator, over the budget of \
+             {ALLOC_BUDGET} / {FREE_BUDGET} (xtask/src/icount.rs)"
         ));
     }
     Ok(())

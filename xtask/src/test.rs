@@ -62,7 +62,7 @@ pub fn run(args: &[String]) -> Res {
         &checks,
     );
     go(
-        "sampler-core device builds, link test and flash size",
+        "sampler-core device builds, link test, flash size and fast-path instructions",
         &crate::sampler::device_checks,
     );
     go("viewer bundle (release, wasm-opt)", &|| {

@@ -25,10 +25,11 @@ use crate::limits::Limits;
 /// The first line pprof accepts (exactly the first: no blank lines before it).
 const HEADERS: [&[u8]; 3] = [b"--- contentionz ", b"--- mutex:", b"--- contention:"];
 
-/// `--- contention:`, `--- mutex:` or `--- contentionz ` as the first line.
+/// `--- contention:`, `--- mutex:` or `--- contentionz ` as the first line, but for a
+/// Java contention profile (its own reader's, as in pprof).
 pub const CONTENTION: Format = Format {
     name: "contention profile (Go block, mutex; debug=1)",
-    sniff: |b| HEADERS.iter().any(|h| b.starts_with(h)),
+    sniff: |b| HEADERS.iter().any(|h| b.starts_with(h)) && !(super::java::JAVA.sniff)(b),
     read,
 };
 
@@ -114,7 +115,7 @@ fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
 }
 
 /// An integer as Go's `strconv.ParseInt(s, 0, 64)` reads it (a `0x` prefix is hex).
-fn go_int(s: &str) -> Option<i64> {
+pub(super) fn go_int(s: &str) -> Option<i64> {
     match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) => i64::from_str_radix(h, 16).ok(),
         None => s.parse().ok(),
@@ -152,7 +153,7 @@ fn sample(l: &str) -> Option<(&str, &str, &str)> {
 }
 
 /// The `[ x0-9a-f]*` after the `@`.
-fn addresses_text(t: &str) -> &str {
+pub(super) fn addresses_text(t: &str) -> &str {
     let n = t
         .bytes()
         .take_while(|c| matches!(c, b' ' | b'x' | b'0'..=b'9' | b'a'..=b'f'))
@@ -161,7 +162,11 @@ fn addresses_text(t: &str) -> &str {
 }
 
 /// pprof's `parseHexAddresses`: every `0x[0-9a-f]+` in the text.
-fn hex_numbers(format: &'static str, line: usize, t: &str) -> Result<Vec<u64>, InputError> {
+pub(super) fn hex_numbers(
+    format: &'static str,
+    line: usize,
+    t: &str,
+) -> Result<Vec<u64>, InputError> {
     let mut out = Vec::new();
     let mut rest = t;
     while let Some(i) = rest.find("0x") {

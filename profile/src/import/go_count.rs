@@ -11,17 +11,18 @@
 //! Each record is `count @ stack`, the stack as return addresses (pprof takes one off
 //! each, the leaf's too: a parked goroutine's leaf is a return address); `#` lines (the
 //! frames symbolized, labels) are skipped, a `---` line ends the records and a maps
-//! section may follow. One sample type, `goroutine` or `threadcreate` (`count`).
+//! section may follow. One sample type, `goroutine`, `threadcreate` or the name of a
+//! program's own profile (`pprof.NewProfile("example.com/conns")`), unit `count`.
 //! pprof refuses a record without addresses (`threadcreate` at `debug=1` writes
 //! `N @` for threads created before profiling started), and so does this reader.
 
-use super::gperftools::{addresses, bad, origin_of, trim_start, Kind, Records};
+use super::gperftools::{addresses, bad, origin_of, trim_start, Kind, Records, OWN_COUNT};
 use super::{Format, Input, InputError};
 use crate::limits::Limits;
 
 /// `NAME profile: total N` as the first line that is not blank or a comment.
 pub const GO_COUNT: Format = Format {
-    name: "Go count profile (goroutine, threadcreate; debug=1)",
+    name: "Go count profile (goroutine, threadcreate, a program's own; debug=1)",
     sniff: |b| header_line(b).and_then(kind_of).is_some(),
     read,
 };
@@ -55,19 +56,13 @@ fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
         .ok_or_else(|| bad(F, 1, "empty"))?;
     let name =
         kind_of(header.as_bytes()).ok_or_else(|| bad(F, n, "expected `NAME profile: total N`"))?;
-    let kind = match name {
-        b"goroutine" => Kind::Count("goroutine"),
-        b"threadcreate" => Kind::Count("threadcreate"),
-        other => {
-            return Err(bad(
-                F,
-                n,
-                format!(
-                    "unknown count profile `{}` (Go writes goroutine and threadcreate)",
-                    String::from_utf8_lossy(other)
-                ),
-            ))
-        }
+    // Go names its own two; any other is a program's `pprof.NewProfile(NAME)`, whose
+    // type pprof shows as NAME (its `countStartRE` takes any `\S+`).
+    let (kind, own) = match name {
+        b"goroutine" => (Kind::Count("goroutine"), None),
+        b"threadcreate" => (Kind::Count("threadcreate"), None),
+        // UTF-8: `text` above checked the whole file.
+        other => (OWN_COUNT, Some(String::from_utf8_lossy(other).into_owned())),
     };
     let mut r = Records::new(F, limits, bytes.len(), 1);
     for (n, l) in lines.by_ref() {
@@ -90,6 +85,7 @@ fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
         r.values(&at, [count, 0], addresses(F, n, stack)?)?;
     }
     r.additional_sections(&mut lines)?;
+    r.count_type(own);
     Ok(r.finish(origin_of(kind)))
 }
 
@@ -113,7 +109,7 @@ fn record(l: &str) -> Option<(&str, &str)> {
 }
 
 /// Digits as Go's `strconv.ParseInt(s, 0, 64)` reads them: a leading 0 is octal.
-fn go_uint(s: &str) -> Option<u64> {
+pub(super) fn go_uint(s: &str) -> Option<u64> {
     let v = match s.strip_prefix('0').filter(|r| !r.is_empty()) {
         Some(octal) => u64::from_str_radix(octal, 8).ok()?,
         None => s.parse().ok()?,

@@ -35,8 +35,10 @@ pub const LEGACY_VERSION: u16 = 0;
 
 /// What a legacy profile measures, which decides its sample types, its period, the
 /// frames pprof prunes (`addLegacyFrameInfo`) and what a bucket's counters hold.
+/// `'a`: a count profile's type name, borrowed from the snapshot when the program
+/// named it (see [`kind_of`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub enum Kind<'a> {
     /// A heap profile: buckets hold sampled allocations and frees, unsampled at the
     /// snapshot's rate.
     Heap,
@@ -48,15 +50,20 @@ pub enum Kind {
     /// `allocs` is the contentions, `alloc_bytes` the delay in nanoseconds, both
     /// already unsampled by the reader as pprof's `parseContentionSample` does.
     Contention,
-    /// A count profile (Go's `goroutine` and `threadcreate` at `debug=1`) of the named
-    /// type: `allocs` is the count.
-    Count(&'static str),
+    /// A count profile of the named type (Go's `goroutine` and `threadcreate`, or a
+    /// program's own `pprof.NewProfile` at `debug=1`): `allocs` is the count.
+    Count(&'a str),
 }
 
-impl Kind {
+/// The [`Kind`] in [`LEGACY`] of a count profile whose type the program named (any
+/// name pprof's `parseGoCount` reads): the snapshot's `count_type` carries the name,
+/// which [`kind_of`] puts in its place.
+pub const OWN_COUNT: Kind<'static> = Kind::Count("");
+
+impl<'a> Kind<'a> {
     /// The profile's (type, unit) pairs when not a heap (see
     /// [`crate::import::SAMPLE_TYPES`] for a heap).
-    pub fn sample_types(self) -> Vec<(&'static str, &'static str)> {
+    pub fn sample_types(self) -> Vec<(&'a str, &'static str)> {
         match self {
             Kind::Heap => crate::import::SAMPLE_TYPES.to_vec(),
             Kind::Cpu => vec![("samples", "count"), ("cpu", "nanoseconds")],
@@ -66,7 +73,7 @@ impl Kind {
     }
 
     /// The period's (type, unit), as pprof's legacy parsers set it.
-    pub fn period_type(self) -> (&'static str, &'static str) {
+    pub fn period_type(self) -> (&'a str, &'static str) {
         match self {
             Kind::Heap => ("space", "bytes"),
             Kind::Cpu => ("cpu", "nanoseconds"),
@@ -87,6 +94,17 @@ impl Kind {
     }
 }
 
+/// What snapshot `s` measures: a heap, unless it was read from a legacy profile of
+/// another kind (CPU, contention, counts), with a count profile's own type name
+/// (`count_type`) in place of [`OWN_COUNT`]'s.
+pub fn kind_of(s: &Snapshot) -> Kind<'_> {
+    match legacy(s.version).map(|l| l.kind) {
+        None => Kind::Heap,
+        Some(Kind::Count(name)) => Kind::Count(s.count_type.as_deref().unwrap_or(name)),
+        Some(kind) => kind,
+    }
+}
+
 /// Where a snapshot read from a legacy profile came from, carried in its `version`
 /// (heapsnap's own versions start at 1; these are 0 and the top of the range): reports
 /// name the source, and the conversion shows the sample types pprof shows for it.
@@ -97,7 +115,7 @@ pub struct Legacy {
     /// The program that wrote the file, for reports.
     pub source: &'static str,
     /// What it measures.
-    pub kind: Kind,
+    pub kind: Kind<'static>,
     /// A heap file keeps allocation totals apart from what is in use. Without them (the
     /// header's allocated figures are 0 or equal to those in use) pprof's `parseHeap`
     /// shows two sample types, `objects` and `space`, instead of four. Always true for
@@ -114,7 +132,7 @@ const fn heap(version: u16, source: &'static str, allocations: bool) -> Legacy {
     }
 }
 
-const fn other(version: u16, source: &'static str, kind: Kind) -> Legacy {
+const fn other(version: u16, source: &'static str, kind: Kind<'static>) -> Legacy {
     Legacy {
         version,
         source,
@@ -124,7 +142,7 @@ const fn other(version: u16, source: &'static str, kind: Kind) -> Legacy {
 }
 
 /// Every legacy origin (see [`Legacy`]).
-pub const LEGACY: [Legacy; 8] = [
+pub const LEGACY: [Legacy; 9] = [
     heap(LEGACY_VERSION, "gperftools or jemalloc", true),
     heap(u16::MAX, "gperftools or jemalloc", false),
     heap(u16::MAX - 1, "Go, debug=1", true),
@@ -133,10 +151,11 @@ pub const LEGACY: [Legacy; 8] = [
     other(u16::MAX - 4, "Go, debug=1", Kind::Count("threadcreate")),
     other(u16::MAX - 5, "Go debug=1 or contentionz", Kind::Contention),
     other(u16::MAX - 6, "gperftools CPU profiler", Kind::Cpu),
+    other(u16::MAX - 7, "Go, debug=1", OWN_COUNT),
 ];
 
 /// The origin of `kind` (not a heap) from [`LEGACY`].
-pub(super) fn origin_of(kind: Kind) -> &'static Legacy {
+pub(super) fn origin_of(kind: Kind<'_>) -> &'static Legacy {
     LEGACY.iter().find(|l| l.kind == kind).unwrap_or(&LEGACY[0])
 }
 
@@ -397,6 +416,12 @@ impl Records {
     /// The snapshot, its version saying its `origin`: 8-byte words unless every
     /// address fits in 32 bits (the text does not say; a 64-bit Linux process maps its
     /// libraries above 4 GiB).
+    /// Names the type of a count profile the program named itself (see
+    /// [`OWN_COUNT`]); `None` for every other file.
+    pub(super) fn count_type(&mut self, name: Option<String>) {
+        self.snap.count_type = name;
+    }
+
     pub(super) fn finish(mut self, origin: &Legacy) -> Input {
         self.snap.version = origin.version;
         self.snap.word_size = if self.widest > u64::from(u32::MAX) {

@@ -19,6 +19,8 @@ mod gperftools;
 #[cfg(feature = "snapshot")]
 mod gperftools_cpu;
 #[cfg(feature = "snapshot")]
+mod java;
+#[cfg(feature = "snapshot")]
 mod jemalloc;
 mod pprof;
 #[cfg(feature = "snapshot")]
@@ -27,7 +29,7 @@ mod snapshot;
 use crate::limits::{LimitError, Limits};
 use crate::profile::{Profile, ProfileError};
 #[cfg(feature = "snapshot")]
-pub use gperftools::{legacy, Kind, Legacy, LEGACY, LEGACY_VERSION};
+pub use gperftools::{kind_of, legacy, Kind, Legacy, LEGACY, LEGACY_VERSION, OWN_COUNT};
 #[cfg(feature = "snapshot")]
 use sampler_core::decoded::Snapshot;
 #[cfg(feature = "snapshot")]
@@ -166,6 +168,8 @@ pub const FORMATS: &[Format] = &[
     #[cfg(feature = "snapshot")]
     go_count::GO_COUNT,
     #[cfg(feature = "snapshot")]
+    java::JAVA,
+    #[cfg(feature = "snapshot")]
     contention::CONTENTION,
     folded::FOLDED,
     pprof::PROTOBUF,
@@ -196,6 +200,16 @@ pub fn guess_limited(bytes: &[u8], limits: &Limits) -> Result<Input, InputError>
         Some(f) => (f.read)(bytes, limits),
         None => pprof::read_protobuf(bytes, limits),
     }
+}
+
+/// Whether [`guess`] reads `bytes` as a pprof profile (gzipped or raw protobuf): then
+/// a report that only sums samples by stack may decode them with
+/// [`crate::analysis::decode_compact`] instead, as the viewer does.
+pub fn is_pprof(bytes: &[u8]) -> bool {
+    FORMATS
+        .iter()
+        .find(|f| (f.sniff)(bytes))
+        .is_some_and(|f| f.name == pprof::GZIP.name || f.name == pprof::PROTOBUF.name)
 }
 
 /// The name of the format [`guess`] would read `bytes` as.

@@ -17,6 +17,7 @@ pub fn firmware_snapshot() -> Snapshot {
     Snapshot {
         objects: None,
         timestamp: None,
+        count_type: None,
         version: 1,
         word_size: 4,
         sample_rate: 128,
@@ -87,6 +88,7 @@ pub fn host_snapshot() -> Snapshot {
     Snapshot {
         objects: None,
         timestamp: None,
+        count_type: None,
         version: 1,
         word_size: 8,
         sample_rate: 512 * 1024,

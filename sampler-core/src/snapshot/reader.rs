@@ -235,6 +235,7 @@ fn decode_prefix_detail(bytes: &[u8], detail: Detail) -> Result<(Snapshot, usize
         buckets,
         objects,
         timestamp,
+        count_type: None,
     };
     Ok((snap, r.pos))
 }

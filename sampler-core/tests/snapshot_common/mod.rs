@@ -61,6 +61,7 @@ pub fn small() -> Snapshot {
     Snapshot {
         objects: None,
         timestamp: None,
+        count_type: None,
         version: 1,
         word_size: 4,
         sample_rate: 512 * 1024,

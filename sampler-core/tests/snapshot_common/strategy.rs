@@ -121,6 +121,7 @@ pub fn snapshot() -> impl Strategy<Value = Snapshot> {
                         // Version 3 is what a snapshot with a timestamp is written as.
                         version: if timestamp.is_some() { 3 } else { 1 },
                         timestamp,
+                        count_type: None,
                         word_size,
                         sample_rate,
                         cycle,

@@ -4,9 +4,11 @@
 //   - every runtime profile at debug=0, written by runtime/pprof: heap, allocs, cpu
 //     (a short busy loop), block, mutex, goroutine, threadcreate, and heap2 (the heap
 //     later, for diffs);
-//   - into TEXTDIR, when given, the same runtime profiles at debug=1 (the legacy text
+//   - a custom profile of the program's own (pprof.NewProfile("example.com/conns"),
+//     the open connections: Go writes it as a count profile of that name), custom.pb.gz;
+//   - into TEXTDIR, when given, the same profiles at debug=1 (the legacy text
 //     formats: heap.txt, allocs.txt, block.txt, mutex.txt, goroutine.txt,
-//     threadcreate.txt), each written right after its debug=0 twin;
+//     threadcreate.txt, custom.txt), each written right after its debug=0 twin;
 //   - profiles written with pprof's own profile package (github.com/google/pprof/profile,
 //     the copy vendored in GOROOT, which is what `go tool pprof` reads with) for what
 //     the runtime never writes: units.pb.gz (time, bytes in every spelling, custom and
@@ -23,6 +25,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"time"
 
@@ -108,6 +111,31 @@ func contend() {
 //go:noinline
 func parked(c chan struct{}) { <-c }
 
+// conns is a custom profile, as a program keeps one of its own resources (Go's doc:
+// names prefixed with the package path): each open connection is an entry.
+var conns = pprof.NewProfile("example.com/conns")
+
+type conn struct{ id int }
+
+var open []*conn
+
+//go:noinline
+func openConn(i int) {
+	c := &conn{i}
+	open = append(open, c)
+	conns.Add(c, 0)
+}
+
+//go:noinline
+func openPool() {
+	for i := 0; i < 3; i++ {
+		openConn(i)
+	}
+}
+
+//go:noinline
+func openOne() { openConn(99) }
+
 func must(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -129,7 +157,7 @@ func lookup(dir, name, file string) {
 	must(pprof.Lookup(name).WriteTo(f, 0))
 	must(f.Close())
 	if textDir != "" && file != "heap2.pb.gz" {
-		t := create(textDir, name+".txt")
+		t := create(textDir, strings.TrimSuffix(file, ".pb.gz")+".txt")
 		must(pprof.Lookup(name).WriteTo(t, 1))
 		must(t.Close())
 	}
@@ -188,7 +216,11 @@ func main() {
 	lookup(dir, "goroutine", "goroutine.pb.gz")
 	close(c)
 	lookup(dir, "threadcreate", "threadcreate.pb.gz")
+	openPool()
+	openOne()
+	lookup(dir, "example.com/conns", "custom.pb.gz")
 	runtime.KeepAlive(keep)
+	runtime.KeepAlive(open)
 
 	writeProfile(dir, "units.pb.gz", units(1))
 	writeProfile(dir, "units2.pb.gz", units(3))

@@ -2,7 +2,7 @@
 //! [`super::site`]), and symbolization through the [`Symbols`] a caller passes in.
 
 use super::{inspect, site};
-use crate::import::Kind;
+use crate::import::{kind_of as kind, Kind};
 use crate::limits::{Budget, LimitError, Limits};
 use crate::profile::{Builder, Line, Mapping, MappingFlags, Profile};
 use rustc_hash::FxHashMap as HashMap;
@@ -48,10 +48,15 @@ const LEGACY_DROP_FRAMES: &str = concat!(
 /// See [`LEGACY_DROP_FRAMES`].
 const LEGACY_KEEP_FRAMES: &str = "runtime\\.panic|runtime\\.reflectcall|runtime\\.call[0-9]*";
 
-/// What the snapshot measures: a heap, unless it was read from a legacy profile of
-/// another kind (CPU, contention, goroutines).
-fn kind(snap: &Snapshot) -> Kind {
-    crate::import::legacy(snap.version).map_or(Kind::Heap, |l| l.kind)
+/// pprof's `addLegacyFrameInfo`: the (`drop_frames`, `keep_frames`) it gives a legacy
+/// profile of `kind`, so the allocator's, the lock's or the profiler's own frames are
+/// pruned as `go tool pprof` prunes them.
+pub(crate) fn legacy_frames(kind: Kind<'_>) -> (&'static str, &'static str) {
+    match kind {
+        Kind::Heap => (LEGACY_DROP_FRAMES, LEGACY_KEEP_FRAMES),
+        Kind::Contention => (LOCK_DROP_FRAMES, ""),
+        Kind::Cpu | Kind::Count(_) => (CPU_DROP_FRAMES, ""),
+    }
 }
 
 /// pprof's `lockRxStr`: the `drop_frames` of a legacy contention profile.
@@ -317,11 +322,7 @@ impl<'a> Converter<'a> {
         }
         if crate::import::legacy(snap.version).is_some() {
             // pprof's addLegacyFrameInfo.
-            let (drop, keep) = match kind {
-                Kind::Heap => (LEGACY_DROP_FRAMES, LEGACY_KEEP_FRAMES),
-                Kind::Contention => (LOCK_DROP_FRAMES, ""),
-                Kind::Cpu | Kind::Count(_) => (CPU_DROP_FRAMES, ""),
-            };
+            let (drop, keep) = legacy_frames(kind);
             let (drop, keep) = (b.string(drop), b.string(keep));
             let h = b.header_mut();
             h.drop_frames = drop;

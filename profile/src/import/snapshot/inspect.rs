@@ -190,8 +190,8 @@ pub fn report(s: &Snapshot, name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) ->
     }
     let _ = writeln!(o, "word size        {} bytes", s.word_size);
     let _ = writeln!(o, "architecture     {}", architecture(s));
-    let kind = crate::import::legacy(s.version).map(|l| l.kind);
-    if let Some(kind) = kind.filter(|k| *k != crate::import::Kind::Heap) {
+    let kind = crate::import::kind_of(s);
+    if kind != crate::import::Kind::Heap {
         return o + &other_kind_report(s, kind, name);
     }
     let _ = writeln!(
@@ -285,7 +285,7 @@ fn mappings_and_stacks(s: &Snapshot, name: &dyn Fn(&str) -> std::borrow::Cow<'_,
 /// the totals of its sample types, where a heap's report has allocations and frees.
 fn other_kind_report(
     s: &Snapshot,
-    kind: crate::import::Kind,
+    kind: crate::import::Kind<'_>,
     name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>,
 ) -> String {
     let (pt, pu) = kind.period_type();

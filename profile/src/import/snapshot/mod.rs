@@ -7,6 +7,7 @@ pub mod inspect;
 pub mod series;
 pub mod site;
 
+pub(crate) use convert::legacy_frames;
 pub use convert::{
     bucket_values, hex, mapping_index, scale_heap_sample, snapshot_mappings, to_profile,
     to_profile_limited, NoSymbols, Resolved, SiteStacks, SymFrame, Symbols, SAMPLE_TYPES,
