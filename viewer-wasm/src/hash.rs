@@ -81,22 +81,25 @@ pub fn encode(s: &State) -> String {
     String::from(p.to_string())
 }
 
-/// Replaces the URL hash without adding a history entry or firing `hashchange`.
-pub fn write(hash: &str) {
-    let Some(w) = web_sys::window() else { return };
-    if w.location()
-        .hash()
-        .ok()
-        .as_deref()
-        .map(|h| h.trim_start_matches('#'))
-        == Some(hash)
-    {
-        return;
-    }
-    if let Ok(h) = w.history() {
-        let _ =
-            h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&format!("#{hash}")));
-    }
+// Replaces the URL hash without adding a history entry or firing `hashchange`, a
+// moment after the last change: `history.replaceState` costs Chromium ~4 ms a call,
+// which a zoom click or a keystroke in the search box should not wait for. (In JS: a
+// timer callback from wasm would bring wasm-bindgen's closure code into the bundle.)
+#[wasm_bindgen::prelude::wasm_bindgen(inline_js = r#"
+let pending = null;
+export function write(hash) {
+  if (pending === null) {
+    setTimeout(() => {
+      const h = pending;
+      pending = null;
+      if (location.hash.replace(/^#/, '') !== h) history.replaceState(null, '', '#' + h);
+    }, 150);
+  }
+  pending = hash;
+}
+"#)]
+extern "C" {
+    pub fn write(hash: &str);
 }
 
 /// A profile URL to preload: `?key=URL` in the query, else `#key=URL` in the hash.

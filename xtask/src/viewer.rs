@@ -22,10 +22,15 @@ use std::process::Command;
 /// the viewer began to build its index and first flame graph in slices, so the page
 /// answers within 100 ms while a big profile loads (issue 12: the 550k-sample profile's
 /// one 500–760 ms task became tasks of ≤ 104 ms; +4.2 KiB, 3.5 KiB of it won back in
-/// the same change, then the retention label's −0.2 KiB: 314.4 / 129.5 KiB).
+/// the same change, then the retention label's −0.2 KiB: 314.4 / 129.5 KiB); by 1.5 /
+/// 1.5 KiB to 316.5 / 131.5 when the flame graph began to paint its frames as pixel
+/// strips in wasm memory instead of a colour string and a `fillRect` per frame (issue
+/// 19: a zoom on the 550k-sample profile went from p50 47–51 / p99 97–102 ms to p50
+/// 15–22 / p99 24–34 ms; +1.8 KiB for the strips and the HSL→RGB conversion, the URL
+/// hash's write moved to JS won back 0.6 KiB: 316.2 / 131.1 KiB).
 /// Winning it back is tracked in the issue notes.
-const BUDGET_RAW: u64 = 315 * 1024;
-const BUDGET_GZ: u64 = 130 * 1024;
+const BUDGET_RAW: u64 = 316 * 1024 + 512;
+const BUDGET_GZ: u64 = 131 * 1024 + 512;
 
 const TARGET: &str = "wasm32-unknown-unknown";
 
