@@ -154,6 +154,9 @@ try {
   if (await link.$('button.chip')) {
     await link.click('button.chip');
     await link.waitForFunction(() => !document.querySelector('.status')?.textContent.includes('−'));
+    // The app writes the hash a moment after the last change (hash.rs): wait for it,
+    // and let the test's assertion show the hash if it never drops the base.
+    await link.waitForFunction(() => !location.hash.includes('base='), null, { timeout: 3000 }).catch(() => {});
     result.link.cleared = await linkState();
   }
   await link.close();

@@ -320,21 +320,28 @@ fn draw(c: &HtmlCanvasElement, tree: &FlameTree, zoom: usize, search: Option<&Ma
     }
     let height = rows as f64 * ROW + 1.0;
     // A new size clears the canvas and its state (font, transform) but reallocates its
-    // pixels and lays the page out again: only when the size changes.
+    // pixels (~2.5 ms at this size): the canvas only grows, to the deepest graph drawn
+    // so far, and its box shows the rows of this one (`overflow: hidden`), the rest
+    // cleared. The strips below cover every row shown, and the state set after the
+    // last resize still holds.
     let dev_h = (height * dpr).round() as u32;
-    if c.width() != dev_w || c.height() != dev_h {
+    if c.width() != dev_w || c.height() < dev_h {
         c.set_width(dev_w);
         c.set_height(dev_h);
-        let style = c.style();
-        let _ = style.set_property("width", &format!("{}px", width as i64));
-        let _ = style.set_property("height", &format!("{}px", height as i64));
-    } else {
-        let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
-        ctx.clear_rect(0.0, 0.0, dev_w as f64, dev_h as f64);
+        let size = format!("width:{}px;height:{}px", width as i64, height as i64);
+        let _ = c.set_attribute("style", &size);
+        let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
+        ctx.set_font("12px ui-monospace, 'SF Mono', Menlo, Consolas, monospace");
+        ctx.set_text_baseline("middle");
+    } else if c.height() > dev_h {
+        ctx.clear_rect(0.0, height - 1.0, width, c.height() as f64 / dpr);
     }
-    let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
-    ctx.set_font("12px ui-monospace, 'SF Mono', Menlo, Consolas, monospace");
-    ctx.set_text_baseline("middle");
+    if let Some(p) = parent.dyn_ref::<web_sys::HtmlElement>() {
+        // The box's height, its 1 px borders included (`box-sizing: border-box`).
+        let _ = p
+            .style()
+            .set_property("height", &format!("{}px", height as i64 + 2));
+    }
     let char_w = ctx
         .measure_text("abcdefghijklmnopqrstuvwxyz")
         .map(|m| m.width() / 26.0)
@@ -356,32 +363,39 @@ fn draw(c: &HtmlCanvasElement, tree: &FlameTree, zoom: usize, search: Option<&Ma
     }
     // `start[d]` is now where row d ends.
     let h = dev(ROW - 1.0).max(1) as usize;
-    // One buffer for the widest strip, cleared per row with one `memory.fill` (a
-    // `resize` writes its zeros a byte at a time in this size-optimized build).
-    let mut strip = vec![0u8; dev_w as usize * 4 * h];
+    // One strip, the canvas's width, cleared per row with one `memory.fill` (a `resize`
+    // writes its zeros a byte at a time in this size-optimized build).
+    let stride = dev_w as usize * 4;
+    let mut strip = vec![0u8; stride * h];
+    // Per function name, once per draw: its colour hash and whether the search matches
+    // it (a regex call per frame would cost more than the painting).
+    let mut seen: Vec<Option<(u32, Option<bool>)>> = vec![None; tree.names.len()];
+    let mut info = |i: usize| -> (u32, Option<bool>) {
+        let id = tree.nodes[i].name as usize;
+        if let Some(Some(x)) = seen.get(id) {
+            return *x;
+        }
+        let name = tree.name(i);
+        let h = name
+            .bytes()
+            .fold(2166136261u32, |h, b| (h ^ b as u32).wrapping_mul(16777619));
+        let x = (h, search.map(|m| m.is_match(name)));
+        if let Some(slot) = seen.get_mut(id) {
+            *slot = Some(x);
+        }
+        x
+    };
     let mut begin = 0;
     for (d, &end) in start.iter().take(rows).enumerate() {
         let row = &order[begin..end as usize];
         begin = end as usize;
-        // A row's frames come in x order (the walk is pre-order, children left to
-        // right), and the last one ends rightmost (frames do not overlap).
-        let (Some(&first), Some(&last)) = (row.first(), row.last()) else {
-            continue;
-        };
-        let (left, right) = (boxes[first as usize].x0, boxes[last as usize].x1);
-        let stride = (right - left).max(1) as usize * 4;
-        let strip = &mut strip[..stride * h];
         strip.fill(0);
         for &j in row {
             let b = &boxes[j as usize];
-            let (a, z) = ((b.x0 - left) as usize * 4, (b.x1 - left) as usize * 4);
+            let (a, z) = (b.x0 as usize * 4, b.x1 as usize * 4);
             let i = b.node as usize;
-            let rgba = color(
-                tree.name(i),
-                &tree.nodes[i],
-                tree.diff,
-                search.map(|m| m.is_match(tree.name(i))),
-            );
+            let (hash, matched) = info(i);
+            let rgba = color(hash, &tree.nodes[i], tree.diff, matched);
             for p in strip[a..z].chunks_exact_mut(4) {
                 p.copy_from_slice(&rgba);
             }
@@ -390,12 +404,10 @@ fn draw(c: &HtmlCanvasElement, tree: &FlameTree, zoom: usize, search: Option<&Ma
                 strip.copy_within(a..z, y * stride + a);
             }
         }
-        if let Ok(img) = web_sys::ImageData::new_with_u8_clamped_array_and_sh(
-            Clamped(strip),
-            (stride / 4) as u32,
-            h as u32,
-        ) {
-            let _ = ctx.put_image_data(&img, left as f64, (d as f64 * ROW * dpr).round());
+        if let Ok(img) =
+            web_sys::ImageData::new_with_u8_clamped_array_and_sh(Clamped(&strip), dev_w, h as u32)
+        {
+            let _ = ctx.put_image_data(&img, 0.0, (d as f64 * ROW * dpr).round());
         }
         // Over the strip: each frame's hatched left edge if it was inlined ("inlined
         // into its caller"), then its label where it fits.
@@ -414,7 +426,7 @@ fn draw(c: &HtmlCanvasElement, tree: &FlameTree, zoom: usize, search: Option<&Ma
             }
             if pw > 3.0 * char_w {
                 let name = tree.name(i);
-                let muted = search.is_some_and(|m| !m.is_match(name));
+                let muted = info(i).1 == Some(false);
                 ctx.set_fill_style_str(if muted { "#6b6b6b" } else { "#1c1917" });
                 let room = ((pw - 8.0) / char_w).floor() as usize;
                 let x = px + if n.inlined { 6.0 } else { 4.0 };
@@ -438,12 +450,13 @@ fn fit(name: &str, room: usize) -> String {
     s
 }
 
-/// Fill colour: warm hues by name (stable across reloads), lighter when inlined;
+/// Fill colour: warm hues by name (`h`, its hash: stable across reloads), lighter when
+/// inlined;
 /// in a diff, red for growth and blue for shrinkage by the net share, grey for no
 /// change; search matches
 /// in violet and the rest greyed.
 fn color(
-    name: &str,
+    h: u32,
     n: &heapsnap_profile::analysis::FlameNode,
     diff: bool,
     matched: Option<bool>,
@@ -451,9 +464,6 @@ fn color(
     let (hue, sat, light) = if n.name == u32::MAX {
         (30, 22, 84) // the root: neutral
     } else {
-        let h = name
-            .bytes()
-            .fold(2166136261u32, |h, b| (h ^ b as u32).wrapping_mul(16777619));
         if matched == Some(true) {
             (280, 62, 70 + (h % 8))
         } else if diff {
@@ -492,29 +502,23 @@ fn color(
 }
 
 /// Opaque RGBA of a CSS `hsl(h, s, l)` colour (h in whole degrees, s and l in
-/// percent), as the browser computes it. (Integer hue sectors: an `f64 %` would link
-/// `fmod` into the bundle.)
+/// percent), as the browser computes it: integer arithmetic in units of 1/10000.
 fn hsl(h: u32, s: u32, l: u32) -> [u8; 4] {
-    let (s, l) = (s as f64 / 100.0, l as f64 / 100.0);
-    let c = (1.0 - (2.0 * l - 1.0).abs()) * s;
-    let (sector, within) = ((h % 360) / 60, (h % 60) as f64 / 60.0);
-    let x = c * if sector % 2 == 0 {
-        within
-    } else {
-        1.0 - within
-    };
+    let (s, l) = (s.min(100), l.min(100));
+    let c = (100 - (2 * l).abs_diff(100)) * s;
+    let (sector, within) = ((h % 360) / 60, h % 60);
+    let x = c * if sector % 2 == 0 { within } else { 60 - within } / 60;
     let (r, g, b) = match sector {
-        0 => (c, x, 0.0),
-        1 => (x, c, 0.0),
-        2 => (0.0, c, x),
-        3 => (0.0, x, c),
-        4 => (x, 0.0, c),
-        _ => (c, 0.0, x),
+        0 => (c, x, 0),
+        1 => (x, c, 0),
+        2 => (0, c, x),
+        3 => (0, x, c),
+        4 => (x, 0, c),
+        _ => (c, 0, x),
     };
-    let m = l - c / 2.0;
-    // Non-negative: `+ 0.5` then a saturating cast rounds without linking `round`.
-    let v = |t: f64| ((t + m) * 255.0 + 0.5) as u8;
-    [v(r), v(g), v(b), 255]
+    let m = l * 100 - c / 2;
+    let v = |t: u32| ((t + m) * 255 + 5000) / 10000;
+    [v(r) as u8, v(g) as u8, v(b) as u8, 255]
 }
 
 #[cfg(test)]
