@@ -7,7 +7,7 @@
 )]
 
 use core::cell::{Cell, RefCell};
-use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use core::sync::atomic::{AtomicIsize, AtomicU8, Ordering::Relaxed};
 
 use critical_section::Mutex;
 
@@ -130,8 +130,8 @@ impl<
     /// Record an allocation of `size` bytes at `ptr` (pools, arenas: anything that is
     /// not a `GlobalAlloc`). Cheap unless sampled: a subtract and a branch (and the
     /// exact totals' atomics when `TOTALS`); through `ProfiledAlloc` on a Cortex-M3,
-    /// 10 instructions over the inner allocator's, 8 for the free of an unsampled
-    /// object (`cargo xtask device` counts them and enforces 12 / 10).
+    /// 7 instructions over the inner allocator's, 7 for the free of an unsampled
+    /// object (`cargo xtask device` counts them and enforces 9 / 9).
     ///
     /// When `stack` walks the stack, the first frame recorded is the return address
     /// into the function this call was inlined into: the caller of `record_alloc`, and
@@ -147,13 +147,26 @@ impl<
         size: usize,
         stack: &St,
     ) -> Recorded {
+        self.record_alloc_at(ptr, size, stack).0
+    }
+
+    /// [`record_alloc`](Self::record_alloc), handing `ptr` back: the allocator shim
+    /// returns the slow path's copy, so it keeps nothing of its own across that call
+    /// (on x86_64 no callee-saved register to save and restore on the fast path).
+    #[inline(always)]
+    pub(crate) fn record_alloc_at<St: StackSource + ?Sized>(
+        &self,
+        ptr: *const u8,
+        size: usize,
+        stack: &St,
+    ) -> (Recorded, *const u8) {
         if TOTALS {
             self.totals.alloc(size);
         }
         let Some(shard) = self.countdown.take(size) else {
-            return Recorded::Skipped;
+            return (Recorded::Skipped, ptr);
         };
-        let r = self.sampled(ptr as usize, size, stack, shard);
+        let r = self.sampled(ptr, size, stack, shard);
         // The call must not become a tail call (`return record_alloc(..)` in the
         // caller), which would leave the caller's frame before it is walked. A compiler
         // fence after it (no instruction) is enough, where `black_box` of the result
@@ -186,15 +199,27 @@ impl<
     /// The live map's half of a free: a sampled object at `ptr` is no longer in use.
     #[inline(always)]
     pub(crate) fn forget(&self, ptr: *const u8) {
-        let addr = ptr as usize;
-        if self.filter_hit(Self::h1(addr)) && self.filter_hit(Self::h2(addr)) {
-            self.free_slow(addr);
+        if self.may_track(ptr) {
+            self.forget_slow(ptr);
         }
     }
 
+    /// The filter's answer: `false` when `ptr` is certainly not a tracked sampled
+    /// object (one load that misses, usually), `true` when it may be.
+    #[inline(always)]
+    pub(crate) fn may_track(&self, ptr: *const u8) -> bool {
+        let addr = ptr as usize;
+        self.filter_hit(Self::h1(addr)) && self.filter_hit(Self::h2(addr))
+    }
+
+    /// [`forget`](Self::forget) of a `ptr` the filter may hold: takes the lock.
+    #[inline(always)]
+    pub(crate) fn forget_slow(&self, ptr: *const u8) {
+        self.free_slow(ptr as usize);
+    }
+
     // The two slots of a counting Bloom filter (k = 2: a freed address that is reused
-    // over and over rarely collides with a live sampled one in both). Allocations are
-    // at least word aligned: the low bits are dropped, then mixed.
+    // over and over rarely collides with a live sampled one in both).
     #[inline(always)]
     fn h1(addr: usize) -> usize {
         Self::filter_index(addr, 0x9E37_79B9_7F4A_7C15, 0x9E37_79B9)
@@ -205,23 +230,28 @@ impl<
         Self::filter_index(addr, 0xC2B2_AE3D_27D4_EB4F, 0x85EB_CA6B)
     }
 
-    /// Multiplicative hashing of `addr >> 3` into `0 .. L * FILTER_WAYS`. With a
+    /// Multiplicative hashing of the address into `0 .. L * FILTER_WAYS`. With a
     /// power-of-two filter (the usual case) the top bits of a word-sized product
     /// (Fibonacci hashing: one multiply and a shift, where a 64-bit product cost a
     /// multiply-accumulate and two more constants on 32-bit MCUs); otherwise bits 32..
     /// of a 64-bit product, reduced modulo the size.
+    ///
+    /// Allocations are word aligned, so the address's low three bits carry nothing: the
+    /// power-of-two case multiplies the address itself by `k / 8` (made odd), which for
+    /// `addr = 8·x` is `x · k` to within `16·x`, the hash of `addr >> 3` by `k` without
+    /// the shift (one instruction of the free path).
     #[inline(always)]
     fn filter_index(addr: usize, k64: u64, k32: u32) -> usize {
         let n = L * FILTER_WAYS;
-        let x = addr >> 3;
         if n.is_power_of_two() && n > 1 {
             let k = if usize::BITS == 64 {
-                k64 as usize
+                (k64 >> 3) as usize
             } else {
-                k32 as usize
-            };
-            x.wrapping_mul(k) >> (usize::BITS - n.trailing_zeros())
+                (k32 >> 3) as usize
+            } | 1;
+            addr.wrapping_mul(k) >> (usize::BITS - n.trailing_zeros())
         } else {
+            let x = addr >> 3;
             ((x as u64).wrapping_mul(k64) >> 32) as usize % n
         }
     }
@@ -270,14 +300,15 @@ impl<
     #[inline(never)]
     fn sampled<St: StackSource + ?Sized>(
         &self,
-        addr: usize,
+        ptr: *const u8,
         size: usize,
         stack: &St,
-        shard: usize,
-    ) -> Recorded {
+        shard: &AtomicIsize,
+    ) -> (Recorded, *const u8) {
         let marker = 0u8;
         let boundary = core::hint::black_box(core::ptr::addr_of!(marker)) as usize;
-        lock_stats::with(lock_stats::Path::Sampled, |cs| {
+        let addr = ptr as usize;
+        let r = lock_stats::with(lock_stats::Path::Sampled, |cs| {
             let Ok(mut g) = self.locked.borrow(cs).try_borrow_mut() else {
                 // Re-entered (the stack source, an interrupt or a sink allocated while
                 // we hold the tables): count, don't recurse. The countdown stays ≤ 0,
@@ -288,7 +319,7 @@ impl<
             };
             let l = &mut *g;
             let next = l.rng.next_interval(l.rate);
-            self.countdown.reset(shard, next);
+            Countdown::reset(shard, next);
             if l.rate == 0 {
                 return Recorded::Skipped;
             }
@@ -321,7 +352,8 @@ impl<
                 l.counters.live_map_full = l.counters.live_map_full.wrapping_add(1);
             }
             Recorded::Sampled
-        })
+        });
+        (r, ptr)
     }
 
     #[cold]

@@ -7,8 +7,8 @@
 //! sampled and a fresh gap is drawn. A big object is therefore sampled with probability
 //! `1 - exp(-size/rate)`, which the host undoes per bucket.
 //!
-//! The not-sampled path ([`Countdown::take`]) is a load, a subtract, a branch and a
-//! store: no lock, no read-modify-write atomic, so it also works on thumbv6m (no CAS).
+//! The not-sampled path ([`Countdown::take`]) is a load, a subtract, a store and a
+//! branch: no lock, no read-modify-write atomic, so it also works on thumbv6m (no CAS).
 #![deny(
     clippy::panic,
     clippy::unwrap_used,
@@ -23,11 +23,13 @@ use rand_xoshiro::Xoshiro128PlusPlus;
 
 /// Countdown shards. A host process has many threads on several cores: they pick a
 /// shard by their stack address (distinct per thread), so they rarely share a counter
-/// and a racy load/store loses almost no decrements. A device has one core and one
+/// and a racy load/store loses almost no decrements. 64 of them (4 KiB), so that one
+/// shift and one mask pick the shard: 64 threads with 2 MiB stacks (Rust's default)
+/// or 16 with 8 MiB ones (C's) get a shard each. A device has one core and one
 /// shard (an interrupt that lands between the load and the store can lose its own
 /// decrement: a bias of at most one allocation per interrupt, documented in the README).
 #[cfg(feature = "std")]
-pub(crate) const SHARDS: usize = 16;
+pub(crate) const SHARDS: usize = 64;
 #[cfg(not(feature = "std"))]
 pub(crate) const SHARDS: usize = 1;
 
@@ -76,43 +78,52 @@ impl Countdown {
 
     /// The caller's shard: on the host, by the thread's stack; one shard on bare metal.
     #[inline(always)]
-    fn shard_index(&self) -> usize {
+    fn shard(&self) -> Option<&AtomicIsize> {
         #[cfg(feature = "std")]
-        {
-            // Thread stacks are megabytes apart; bits above 2 MiB tell threads apart.
+        let i = {
+            // Thread stacks are megabytes apart: the stack address in 2 MiB units,
+            // modulo `SHARDS`. The address of a local, not a register read: in a loop
+            // that allocates (the allocator inlined into it) the compiler computes it
+            // once, where an `asm!` read of the stack pointer is repeated every
+            // iteration; in the allocator shim the local shares the stack slot the call
+            // into the inner allocator needs for alignment anyway.
             let marker = 0u8;
             let sp = core::ptr::addr_of!(marker) as usize;
-            ((sp >> 21) ^ (sp >> 25)) % SHARDS
-        }
+            (sp >> 21) % SHARDS
+        };
         #[cfg(not(feature = "std"))]
-        {
-            0
-        }
+        let i = 0;
+        self.shards.get(i).map(|Shard(s)| s)
     }
 
     /// The fast path: charge `size` bytes to the caller's shard; `Some(shard)` when this
-    /// allocation is sampled (the caller then takes the slow path and calls
-    /// [`Countdown::reset`] with that shard: the slow path runs deeper in the stack,
-    /// where the stack pointer may already name another shard).
+    /// allocation is sampled (the caller then takes the slow path and restarts that
+    /// shard with [`Countdown::reset`]: the slow path runs deeper in the stack, where
+    /// the stack pointer may already name another shard).
+    ///
+    /// A load, a subtract, a store and a branch on the subtract's flags: the store is
+    /// unconditional (a sampled allocation leaves its shard at or below zero until the
+    /// slow path restarts it, so one that cannot, being re-entered, makes the next
+    /// allocation the sample), and `left > size` is the comparison the subtract's own
+    /// flags answer, where testing the difference against zero cost one instruction
+    /// more (x86_64 and Thumb-2 alike). Sampled exactly when the difference is at or
+    /// below zero, as before; `size` is at most `isize::MAX` (`Layout` guarantees it).
     #[inline(always)]
-    pub(crate) fn take(&self, size: usize) -> Option<usize> {
-        let i = self.shard_index();
-        let Shard(s) = self.shards.get(i)?;
-        let left = s.load(Relaxed).wrapping_sub(size as isize);
-        if left > 0 {
-            s.store(left, Relaxed);
+    pub(crate) fn take(&self, size: usize) -> Option<&AtomicIsize> {
+        let s = self.shard()?;
+        let (left, size) = (s.load(Relaxed), size as isize);
+        s.store(left.wrapping_sub(size), Relaxed);
+        if left > size {
             None
         } else {
-            Some(i)
+            Some(s)
         }
     }
 
     /// Start the next interval on `shard` (the one [`Countdown::take`] charged).
     #[inline]
-    pub(crate) fn reset(&self, shard: usize, next: isize) {
-        if let Some(Shard(s)) = self.shards.get(shard) {
-            s.store(next, Relaxed);
-        }
+    pub(crate) fn reset(shard: &AtomicIsize, next: isize) {
+        shard.store(next, Relaxed);
     }
 
     /// Restart every shard (rate changed).
@@ -204,7 +215,7 @@ mod tests {
         let mut rng = IntervalRng::new(7);
         for size in [1usize, 8, 4096] {
             let shard = c.take(size).unwrap();
-            c.reset(shard, rng.next_interval(1));
+            Countdown::reset(shard, rng.next_interval(1));
         }
         let off = Countdown::new(0);
         for _ in 0..1000 {
@@ -230,7 +241,7 @@ mod tests {
         let c = Countdown::new(100);
         let shard = c.take(100).unwrap();
         std::thread::scope(|s| {
-            s.spawn(|| c.reset(shard, 1000));
+            s.spawn(|| Countdown::reset(shard, 1000));
         });
         assert!(c.take(10).is_none(), "the charged shard was not restarted");
     }
