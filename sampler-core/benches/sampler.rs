@@ -10,32 +10,16 @@
 //!
 //! `cargo bench -p sampler-core --features std --bench sampler`
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, System};
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use sampler_core::{FramePointerStack, HostStack, NoStack, ProfiledAlloc, Profiler, StackSource};
+use sampler_core::{FramePointerStack, HostStack, NoStack, Profiler, StackSource};
 
-static PROFILED: ProfiledAlloc<System, HostStack, 1024, 16384, 2048, 4096> =
-    ProfiledAlloc::new(System, HostStack, 512 * 1024, 1);
-
-static PROFILED_TOTALS: ProfiledAlloc<System, HostStack, 1024, 16384, 2048, 4096, 32, true> =
-    ProfiledAlloc::new(System, HostStack, 512 * 1024, 1);
-
-const L16: Layout = match Layout::from_size_align(16, 8) {
-    Ok(l) => l,
-    Err(_) => panic!("16/8 is a valid layout"),
-};
-
-#[inline(always)]
-fn churn<A: GlobalAlloc>(a: &A) {
-    unsafe {
-        let p = a.alloc(L16);
-        black_box(p);
-        a.dealloc(p, L16);
-    }
-}
+#[path = "common/fast_path.rs"]
+mod fast_path_loop;
+use fast_path_loop::{churn, PROFILED, PROFILED_TOTALS};
 
 /// CPU time of this thread: unlike wall time it does not count the time other
 /// processes on a shared machine hold the core, so the ratio survives a busy box.

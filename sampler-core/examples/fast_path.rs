@@ -21,29 +21,10 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 
-use sampler_core::{HostStack, ProfiledAlloc};
-
-// The bench's statics, with its capacities and rate.
-static PROFILED: ProfiledAlloc<System, HostStack, 1024, 16384, 2048, 4096> =
-    ProfiledAlloc::new(System, HostStack, 512 * 1024, 1);
-
-static PROFILED_TOTALS: ProfiledAlloc<System, HostStack, 1024, 16384, 2048, 4096, 32, true> =
-    ProfiledAlloc::new(System, HostStack, 512 * 1024, 1);
-
-const L16: Layout = match Layout::from_size_align(16, 8) {
-    Ok(l) => l,
-    Err(_) => panic!("16/8 is a valid layout"),
-};
-
-#[inline(always)]
-fn churn<A: GlobalAlloc>(a: &A) {
-    // SAFETY: a valid layout; the block is freed with it right away.
-    unsafe {
-        let p = a.alloc(L16);
-        black_box(p);
-        a.dealloc(p, L16);
-    }
-}
+// The bench's loop and allocators, with its capacities and rate.
+#[path = "../benches/common/fast_path.rs"]
+mod fast_path_loop;
+use fast_path_loop::{churn, L16, PROFILED, PROFILED_TOTALS};
 
 #[inline(never)]
 fn run_system(n: u64) {

@@ -39,18 +39,28 @@ pub struct Machine {
 /// streams over UART0 (`heapsnap timeline`, the viewer's `#capture=`).
 pub const CAPTURE_NAME: &str = "capture.cobs";
 
+/// QEMU's arguments for the Cortex-M3 board (machine, console, semihosting), then
+/// `$extra` (the instruction count's logging, xtask/src/icount.rs).
+macro_rules! lm3s6965_args {
+    ($($extra:expr),*) => {
+        &[
+            "-cpu",
+            "cortex-m3",
+            "-machine",
+            "lm3s6965evb",
+            "-nographic",
+            "-semihosting-config",
+            "enable=on,target=native",
+            $($extra),*
+        ]
+    };
+}
+pub(crate) use lm3s6965_args;
+
 /// The Cortex-M3 demo firmware's machine.
 pub const LM3S6965: Machine = Machine {
     qemu: "qemu-system-arm",
-    args: &[
-        "-cpu",
-        "cortex-m3",
-        "-machine",
-        "lm3s6965evb",
-        "-nographic",
-        "-semihosting-config",
-        "enable=on,target=native",
-    ],
+    args: lm3s6965_args!(),
     apt: "qemu-system-arm",
     elf_name: ELF_NAME,
     serial_capture: Some(CAPTURE_NAME),

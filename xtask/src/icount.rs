@@ -30,20 +30,7 @@ const EXEC_LOG: &str = "exec.log";
 /// The Cortex-M3 machine, one instruction per translation block, each executed block
 /// (chaining off, so none is skipped) logged to [`EXEC_LOG`].
 const LM3S6965_ICOUNT: Machine = Machine {
-    args: &[
-        "-cpu",
-        "cortex-m3",
-        "-machine",
-        "lm3s6965evb",
-        "-nographic",
-        "-semihosting-config",
-        "enable=on,target=native",
-        "-singlestep",
-        "-d",
-        "exec,nochain",
-        "-D",
-        EXEC_LOG,
-    ],
+    args: firmware::lm3s6965_args!("-singlestep", "-d", "exec,nochain", "-D", EXEC_LOG),
     serial_capture: None,
     ..firmware::LM3S6965
 };

@@ -42,6 +42,7 @@ pub fn run(args: &[String]) -> Res {
     }
     let started = Instant::now();
     step("prerequisites");
+    disk_check();
     tools::ensure_targets(TARGETS)?;
     tools::ensure_apt(APT)?;
     tools::ensure_apt(crate::firmware_c::APT)?;
@@ -119,6 +120,44 @@ pub fn run(args: &[String]) -> Res {
         Ok(())
     } else {
         Err(format!("{failed} step(s) failed"))
+    }
+}
+
+/// What a full run writes under the repository (target/ and the other build folders:
+/// 9.6 GB on a fresh clone, 2026-11-25).
+const DISK_NEEDED_GB: u64 = 10;
+
+/// Says how much disk the run has, and warns when it is less than a full run writes:
+/// a run on a full disk fails in every step at once with "No space left on device",
+/// which this line explains up front.
+fn disk_check() {
+    let out = Command::new("df")
+        .args(["-Pk"])
+        .arg(tools::root())
+        .output()
+        .ok()
+        .filter(|o| o.status.success());
+    // `df -P`: a header, then "fs blocks used available capacity mount", 1 KiB blocks.
+    let free_kb = out.as_ref().and_then(|o| {
+        let text = String::from_utf8_lossy(&o.stdout);
+        text.lines()
+            .nth(1)?
+            .split_whitespace()
+            .nth(3)?
+            .parse::<u64>()
+            .ok()
+    });
+    match free_kb {
+        Some(kb) => {
+            let gb = kb as f64 / 1e6;
+            eprintln!("    disk: {gb:.1} GB free where the run writes (a full run writes ~{DISK_NEEDED_GB} GB)");
+            if kb < DISK_NEEDED_GB * 1_000_000 {
+                eprintln!(
+                    "warning: only {gb:.1} GB free: the run may fail with \"No space left on device\""
+                );
+            }
+        }
+        None => eprintln!("    disk: free space unknown (`df -Pk` gave no answer)"),
     }
 }
 
