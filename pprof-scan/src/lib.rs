@@ -31,11 +31,11 @@ pub struct Groups {
     /// values…, key bytes packed little-endian into words…]`. Samples merge only when
     /// hash, signs, value count, label set and key all agree.
     arena: Vec<u64>,
-    /// Record offset of each group, in order of first appearance.
+    /// Record offset of each group, in order of first appearance. A group's location
+    /// ids are decoded from its key when asked for ([`Groups::group`]), not kept
+    /// decoded: 8 bytes an id against the 1–3 of its varint (for a profile of millions
+    /// of distinct stacks, most of the memory the merge took).
     recs: Vec<u32>,
-    /// Each group's decoded location ids (a range of `ids`).
-    ids_at: Vec<(u32, u32)>,
-    ids: Vec<u64>,
     /// Samples waiting for the next batch, their key words, values and location bytes.
     batch: Vec<Pending>,
     words: Vec<u64>,
@@ -180,17 +180,15 @@ impl Groups {
             }
             slot = (slot + 1) & mask;
         }
-        // A new group: decode (and so validate) its ids once.
+        // A new group: its ids validated once (decoded again from the key when asked).
         let locs = &self.locs[p.locs.0 as usize..(p.locs.0 + p.locs.1) as usize];
-        let is = self.ids.len();
         let mut q = 0;
         while q < locs.len() {
-            self.ids.push(varint(locs, &mut q)?);
+            varint(locs, &mut q)?;
         }
         let r = u32::try_from(self.arena.len())
             .ok()
             .filter(|&r| r < u32::MAX)?;
-        self.ids_at.push((is as u32, (self.ids.len() - is) as u32));
         self.arena.extend_from_slice(&p.head);
         self.arena.extend(vals.iter().map(|&v| v as u64));
         self.arena.extend_from_slice(words);
@@ -224,13 +222,21 @@ impl Groups {
     }
 
     /// Group `k`: (location ids, values, string-label set).
-    pub fn group(&self, k: usize) -> (&[u64], impl Iterator<Item = i64> + '_, u32) {
-        let (is, n) = self.ids_at[k];
+    pub fn group(&self, k: usize) -> (Ids<'_>, impl Iterator<Item = i64> + '_, u32) {
         let r = self.recs[k] as usize;
         let shape = self.arena[r + 2];
-        let nv = (shape >> 32) as usize;
+        let (nv, len) = ((shape >> 32) as usize, (shape & 0xffff_ffff) as usize);
+        let key = r + HEAD + nv;
+        let words = &self.arena[key..key + len.div_ceil(8)];
+        // Each varint ends in the one byte of it under 0x80.
+        let count = (0..len).filter(|&i| byte(words, i) < 0x80).count();
         (
-            &self.ids[is as usize..(is + n) as usize],
+            Ids {
+                words,
+                len,
+                pos: 0,
+                left: count,
+            },
             self.arena[r + HEAD..r + HEAD + nv]
                 .iter()
                 .map(|&v| v as i64),
@@ -238,6 +244,46 @@ impl Groups {
         )
     }
 }
+
+/// Byte `i` of bytes packed little-endian into words.
+#[inline(always)]
+fn byte(words: &[u64], i: usize) -> u8 {
+    (words[i / 8] >> (8 * (i % 8))) as u8
+}
+
+/// A group's location ids, decoded from its key (the varint bytes, validated when the
+/// group was made), with their exact count (so a `collect` allocates once).
+pub struct Ids<'a> {
+    words: &'a [u64],
+    len: usize,
+    pos: usize,
+    left: usize,
+}
+
+impl Iterator for Ids<'_> {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        let (mut v, mut shift) = (0u64, 0u32);
+        while self.pos < self.len {
+            let b = byte(self.words, self.pos);
+            self.pos += 1;
+            v |= u64::from(b & 0x7f).checked_shl(shift).unwrap_or(0);
+            if b < 0x80 {
+                self.left = self.left.saturating_sub(1);
+                return Some(v);
+            }
+            shift += 7;
+        }
+        None
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for Ids<'_> {}
 
 /// Can every value be added to its group's sum without leaving 64 bits?
 #[inline(always)]
@@ -745,7 +791,7 @@ mod tests {
         let groups: Vec<(Vec<u64>, Vec<i64>, u32)> = (0..g.len())
             .map(|k| {
                 let (ids, vals, set) = g.group(k);
-                (ids.to_vec(), vals.collect(), set)
+                (ids.collect(), vals.collect(), set)
             })
             .collect();
         assert_eq!(

@@ -350,7 +350,7 @@ impl Finishing {
         for k in from..len.min(from.saturating_add(n)) {
             let (ids, vals, set) = self.g.group(k);
             self.p.sample.push(Sample {
-                location_id: ids.to_vec(),
+                location_id: ids.collect(),
                 value: vals.collect(),
                 label: match self.base {
                     Some((key, str)) if self.is_base[set as usize] => vec![Label {
