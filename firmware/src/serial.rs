@@ -59,12 +59,25 @@ pub fn uart_write(bytes: &[u8]) -> Result<(), ()> {
 }
 
 /// Start SysTick on the core clock, interrupting at each wrap.
+///
+/// The counter starts at 0 (`clear_current`) and loads the reload value on its first
+/// tick, which QEMU may take for a wrap and pend the interrupt: seen as a first stamp
+/// of 1.34 s (one wrap) followed by 0.0046 s. So the start waits, interrupts off, for
+/// that load and drops the pend it may have left: no real wrap can have happened yet.
 pub fn start_clock(mut syst: SYST) {
     syst.set_clock_source(SystClkSource::Core);
     syst.set_reload(RELOAD);
     syst.clear_current();
-    syst.enable_interrupt();
-    syst.enable_counter();
+    cortex_m::interrupt::free(|_| {
+        syst.enable_interrupt();
+        syst.enable_counter();
+        // Bounded: the counter loads on its first tick, a few cycles from here.
+        let mut spins = 0u32;
+        while SYST::get_current() == 0 && spins < 100_000 {
+            spins += 1;
+        }
+        SCB::clear_pendst();
+    });
 }
 
 /// Core-clock ticks since [`start_clock`]: the wraps counted by the SysTick handler
