@@ -810,6 +810,33 @@ mod tests {
     }
 
     #[test]
+    fn a_groups_ids_decode_from_its_key_across_words() {
+        // Varints of 1 to 10 bytes, so they straddle the key's 8-byte words.
+        let ids = [1u64, 300, 70_000, 5, 1 << 40, u64::MAX, 127, 128, 0, 1 << 21];
+        let mut key = Vec::new();
+        for &id in &ids {
+            let mut v = id;
+            while v >= 0x80 {
+                key.push(v as u8 | 0x80);
+                v >>= 7;
+            }
+            key.push(v as u8);
+        }
+        let mut g = Groups::default();
+        g.add(&key, &[7], 0).unwrap();
+        g.add(&key[..key.len() - 3], &[1], 0).unwrap(); // the last id cut short: bad
+        assert!(g.flush().is_none(), "a key ending mid-varint is refused");
+        let mut g = Groups::default();
+        g.add(&key, &[7], 0).unwrap();
+        g.add(&key, &[8], 0).unwrap();
+        g.flush().unwrap();
+        let (got, vals, _) = g.group(0);
+        assert_eq!(got.len(), ids.len(), "exact size before decoding");
+        assert_eq!(got.collect::<Vec<_>>(), ids);
+        assert_eq!(vals.collect::<Vec<_>>(), [15]);
+    }
+
+    #[test]
     fn the_sliced_merge_sort_orders_stacks_as_a_whole_sort_does() {
         // 5000 stacks (several runs, an odd last one) of 1 to 6 frames over 4 names,
         // many equal or prefixes of each other.
