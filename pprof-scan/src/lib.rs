@@ -812,7 +812,18 @@ mod tests {
     #[test]
     fn a_groups_ids_decode_from_its_key_across_words() {
         // Varints of 1 to 10 bytes, so they straddle the key's 8-byte words.
-        let ids = [1u64, 300, 70_000, 5, 1 << 40, u64::MAX, 127, 128, 0, 1 << 21];
+        let ids = [
+            1u64,
+            300,
+            70_000,
+            5,
+            1 << 40,
+            u64::MAX,
+            127,
+            128,
+            0,
+            1 << 21,
+        ];
         let mut key = Vec::new();
         for &id in &ids {
             let mut v = id;

@@ -186,6 +186,8 @@ impl<'p> IndexBuild<'p> {
         let ix = &mut self.ix;
         let samples = &ix.profile.sample;
         let end = samples.len().min(self.next.saturating_add(n));
+        // (Not in the browser viewer, which builds in slices: 0.6 KiB of bundle.)
+        #[cfg(not(target_arch = "wasm32"))]
         if self.next == 0 && end == samples.len() {
             // All in one go (`Index::new`): every sample's locations first, so that
             // both flattened arrays are sized exactly, where doubling left up to half
@@ -206,7 +208,10 @@ impl<'p> IndexBuild<'p> {
                 .sum();
             ix.stack_frames.reserve_exact(frames);
         }
-        for (i, s) in samples.iter().enumerate().take(end).skip(self.next) {
+        // An index loop: the iterator chain clippy prefers costs 0.2 KiB of bundle.
+        #[allow(clippy::needless_range_loop)]
+        for i in self.next..end {
+            let s = &samples[i];
             if ix.stack_ranges.len() == i {
                 let start = ix.stack_locs.len();
                 self.loc_pos.extend(&mut ix.stack_locs, &s.location_id);
