@@ -27,7 +27,8 @@ use std::process::Command;
 /// strips in wasm memory instead of a colour string and a `fillRect` per frame (issue
 /// 19: a zoom on the 550k-sample profile went from p50 43–51 / p99 81–102 ms to p50
 /// 8.5–10 / p99 23–27 ms; +1.9 KiB for the strips and the HSL→RGB conversion, the URL
-/// hash's write moved to JS won back 0.6 KiB: 316.3 / 131.2 KiB).
+/// hash's write moved to JS won back 0.6 KiB; the index's one-go build +0.2 KiB: 316.5 /
+/// 131.4 KiB, 33 bytes under).
 /// Winning it back is tracked in the issue notes.
 const BUDGET_RAW: u64 = 316 * 1024 + 512;
 const BUDGET_GZ: u64 = 131 * 1024 + 512;
