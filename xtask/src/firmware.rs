@@ -40,9 +40,10 @@ pub struct Machine {
 pub const CAPTURE_NAME: &str = "capture.cobs";
 
 /// QEMU's arguments for the Cortex-M3 board (machine, console, semihosting), then
-/// `$extra` (the instruction count's logging, xtask/src/icount.rs).
+/// `$extra` (the instruction count's logging, xtask/src/icount.rs); `semihosting: S`
+/// first replaces the semihosting configuration (the leak-check run's command line).
 macro_rules! lm3s6965_args {
-    ($($extra:expr),*) => {
+    (semihosting: $config:expr $(, $extra:expr)*) => {
         &[
             "-cpu",
             "cortex-m3",
@@ -50,9 +51,12 @@ macro_rules! lm3s6965_args {
             "lm3s6965evb",
             "-nographic",
             "-semihosting-config",
-            "enable=on,target=native",
+            $config,
             $($extra),*
         ]
+    };
+    ($($extra:expr),*) => {
+        $crate::firmware::lm3s6965_args!(semihosting: "enable=on,target=native" $(, $extra)*)
     };
 }
 pub(crate) use lm3s6965_args;
@@ -153,15 +157,7 @@ pub fn build_and_run() -> Res<Vec<PathBuf>> {
 /// The demo machine with the semihosting command line `firmware leaks`: the firmware's
 /// leak-check run (sample rate 1, the object table and the RAM at the end).
 pub const LM3S6965_LEAKS: Machine = Machine {
-    args: &[
-        "-cpu",
-        "cortex-m3",
-        "-machine",
-        "lm3s6965evb",
-        "-nographic",
-        "-semihosting-config",
-        "enable=on,target=native,arg=firmware,arg=leaks",
-    ],
+    args: lm3s6965_args!(semihosting: "enable=on,target=native,arg=firmware,arg=leaks"),
     // The leak-check run streams nothing.
     serial_capture: None,
     ..LM3S6965
