@@ -9,7 +9,7 @@
 // event and the animation-frame intervals, p50 and p99).
 import fs from 'node:fs';
 import path from 'node:path';
-import { serve, launch, waitMark } from './lib.mjs';
+import { serve, launch, waitMark, flameInteraction, quantile } from './lib.mjs';
 import { generate } from './gen_profile.mjs';
 
 const [www, outDir] = process.argv.slice(2);
@@ -133,36 +133,9 @@ try {
     console.log(`  ${(what + ' → flame drawn').padEnd(37)} ${med('drawn').toFixed(0)} ms (of which to the new flame tree ${med('built').toFixed(0)} ms; all runs: ${runs.map((x) => x.drawn.toFixed(0)).join(', ')} ms)`);
   }
 
-  // Hovering and zooming the flame graph (issue 19: p99 ≤ 16 ms per frame). Events are
-  // dispatched in the page, one per animation frame: each one's main-thread work is
-  // timed from the dispatch until the page is idle again (its handlers, the re-render
-  // and the canvas drawing, which run before the next task), and the animation-frame
-  // intervals are traced throughout.
-  const interaction = await page.evaluate(async () => {
-    const c = document.querySelector('[data-testid=flame-graph]');
-    const r = c.getBoundingClientRect();
-    const idle = () => new Promise((res) => { const ch = new MessageChannel(); ch.port1.onmessage = () => res(); ch.port2.postMessage(0); });
-    const frame = () => new Promise((res) => requestAnimationFrame(() => res()));
-    const work = async (fire) => { await frame(); const t0 = performance.now(); fire(); await idle(); return performance.now() - t0; };
-    const mouse = (type, x, y) => c.dispatchEvent(new MouseEvent(type, { bubbles: true, clientX: r.left + x, clientY: r.top + y }));
-    const drawn = () => performance.getEntriesByName('heapsnap:flame-drawn').length;
-    const intervals = [];
-    let last = null, tracing = true;
-    const tick = (t) => { if (last !== null) intervals.push(t - last); last = t; if (tracing) requestAnimationFrame(tick); };
-    requestAnimationFrame(tick);
-    const hover = [];
-    for (let i = 0; i < 300; i++) hover.push(await work(() => mouse('mousemove', (i * 37.3) % r.width, ((i * 7) % 12) * 20 + 10)));
-    const zoom = [];
-    const before = drawn();
-    for (let i = 0; i < 20; i++) {
-      zoom.push(await work(() => mouse('click', r.width * ((0.05 + i * 0.173) % 1), (1 + (i % 6)) * 20 + 10)));
-      const root = document.querySelector('nav.crumbs button');
-      if (root) zoom.push(await work(() => root.click()));
-    }
-    tracing = false;
-    return { hover, zoom, intervals, redraws: drawn() - before };
-  });
-  const pct = (xs, q) => { const v = [...xs].sort((a, b) => a - b); return v[Math.min(v.length - 1, Math.floor(q * v.length))]; };
+  // Hovering and zooming the flame graph (issue 19: p99 ≤ 16 ms per frame).
+  const interaction = await flameInteraction(page);
+  const pct = quantile;
   const line = (what, xs) => `  ${what.padEnd(37)} p50 ${pct(xs, 0.5).toFixed(1)} ms, p99 ${pct(xs, 0.99).toFixed(1)} ms (${xs.length}; target p99 ≤ 16 ms: ${pct(xs, 0.99) <= 16 ? 'ok' : 'OVER'})`;
   console.log(`\n${path.basename(rawPath)} loaded, hovering and zooming the flame graph (${interaction.redraws} redraws)`);
   console.log(line('hover: work per mousemove', interaction.hover));
