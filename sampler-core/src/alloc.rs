@@ -130,7 +130,7 @@ impl<
     #[cold]
     #[inline(never)]
     unsafe fn dealloc_tracked(ptr: *mut u8, layout: Layout, this: &Self) {
-        this.profiler.forget_slow(ptr);
+        this.profiler.free_slow(ptr);
         unsafe { this.inner.dealloc(ptr, layout) }
     }
 }

@@ -200,7 +200,7 @@ impl<
     #[inline(always)]
     pub(crate) fn forget(&self, ptr: *const u8) {
         if self.may_track(ptr) {
-            self.forget_slow(ptr);
+            self.free_slow(ptr);
         }
     }
 
@@ -210,12 +210,6 @@ impl<
     pub(crate) fn may_track(&self, ptr: *const u8) -> bool {
         let addr = ptr as usize;
         self.filter_hit(Self::h1(addr)) && self.filter_hit(Self::h2(addr))
-    }
-
-    /// [`forget`](Self::forget) of a `ptr` the filter may hold: takes the lock.
-    #[inline(always)]
-    pub(crate) fn forget_slow(&self, ptr: *const u8) {
-        self.free_slow(ptr as usize);
     }
 
     // The two slots of a counting Bloom filter (k = 2: a freed address that is reused
@@ -356,9 +350,11 @@ impl<
         (r, ptr)
     }
 
+    /// [`forget`](Self::forget) of a `ptr` the filter may hold: takes the lock.
     #[cold]
     #[inline(never)]
-    fn free_slow(&self, addr: usize) {
+    pub(crate) fn free_slow(&self, ptr: *const u8) {
+        let addr = ptr as usize;
         lock_stats::with(lock_stats::Path::Free, |cs| {
             let Ok(mut g) = self.locked.borrow(cs).try_borrow_mut() else {
                 let r = self.reentrant.borrow(cs);
