@@ -243,7 +243,70 @@ fn cargo_tests() -> Res {
     // --no-fail-fast: one failing test binary must not hide the results of the others.
     c.args(["test", "--workspace", "--all-features", "--no-fail-fast"]);
     set_artifact_env(&mut c);
-    tools::run(&mut c)
+    run_naming_failed_tests(&mut c)
+}
+
+/// Runs `cargo test`, passing its output through, and names the failed tests and test
+/// binaries in the error: the summary is the part of a CI log that is read, and
+/// "exit status 101" alone sends the reader into thousands of lines.
+fn run_naming_failed_tests(c: &mut Command) -> Res {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    eprintln!("    $ {c:?}");
+    let mut child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start cargo test: {e}"))?;
+    // One thread per pipe, so neither fills while the other is read; each keeps the
+    // lines that name a failure.
+    fn pass<R: std::io::Read + Send + 'static>(
+        r: R,
+        to_stderr: bool,
+        keep: fn(&str) -> Option<String>,
+    ) -> std::thread::JoinHandle<Vec<String>> {
+        std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            for line in BufReader::new(r).lines().map_while(Result::ok) {
+                if to_stderr {
+                    let _ = writeln!(std::io::stderr(), "{line}");
+                } else {
+                    let _ = writeln!(std::io::stdout(), "{line}");
+                }
+                kept.extend(keep(&line));
+            }
+            kept
+        })
+    }
+    let out = pass(child.stdout.take().expect("piped"), false, failed_test);
+    let err = pass(child.stderr.take().expect("piped"), true, failed_target);
+    let status = child.wait().map_err(|e| format!("cargo test: {e}"))?;
+    let tests = out.join().unwrap_or_default();
+    let targets = err.join().unwrap_or_default();
+    if status.success() {
+        return Ok(());
+    }
+    let mut why = format!("cargo test failed ({status})");
+    if !targets.is_empty() {
+        why += &format!("; failing targets: {}", targets.join(", "));
+    }
+    if !tests.is_empty() {
+        why += &format!("; failed tests: {}", tests.join(", "));
+    }
+    Err(why)
+}
+
+/// libtest's line for a failed test: "test a::b ... FAILED".
+fn failed_test(line: &str) -> Option<String> {
+    let name = line.strip_prefix("test ")?.strip_suffix(" ... FAILED")?;
+    Some(name.to_string())
+}
+
+/// cargo's line for a failed test binary: "error: test failed, to rerun pass `-p e2e
+/// --test firmware_timeline`".
+fn failed_target(line: &str) -> Option<String> {
+    let target = line.split("to rerun pass ").nth(1)?;
+    Some(target.trim_matches('`').to_string())
 }
 
 /// Environment shared by tests and the demo: where the artifacts are.
@@ -276,4 +339,26 @@ pub fn bench(args: &[String]) -> Res {
     c.args(["bench", "--workspace"]).args(args);
     set_artifact_env(&mut c);
     tools::run(&mut c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_names_failed_tests_and_targets_from_cargos_own_lines() {
+        // Lines as cargo 1.8x and libtest print them.
+        assert_eq!(
+            failed_test("test uart_capture_timeline_has_a_row ... FAILED").as_deref(),
+            Some("uart_capture_timeline_has_a_row")
+        );
+        assert_eq!(failed_test("test a::b ... ok"), None);
+        assert_eq!(failed_test("test result: FAILED. 3 passed; 1 failed"), None);
+        assert_eq!(
+            failed_target("error: test failed, to rerun pass `-p e2e --test firmware_timeline`")
+                .as_deref(),
+            Some("-p e2e --test firmware_timeline")
+        );
+        assert_eq!(failed_target("     Running tests/x.rs"), None);
+    }
 }
