@@ -36,11 +36,11 @@ pub struct Index<'p> {
     /// Per location (in `profile.location` order): its frames, innermost first.
     loc_frames: Vec<(u32, u32)>,
     frames: Vec<Frame>,
-    /// Per sample: indices of its locations (leaf first), flattened.
-    stack_locs: Vec<u32>,
-    stack_ranges: Vec<(u32, u32)>,
     /// Per sample: its frames root first (indices into `frames`), flattened; the
-    /// order every analysis walks, computed once.
+    /// order every analysis walks, computed once. The only per-sample copy of the
+    /// stacks: a location's frames are contiguous in `frames`, so the filters that ask
+    /// about locations read them from here too (on a profile of 3 million distinct
+    /// stacks, a location copy was 0.3 GB more).
     stack_frames: Vec<u32>,
     frame_ranges: Vec<(u32, u32)>,
     /// Per sample: labelled as a diff base (`pprof::base=true`).
@@ -97,6 +97,8 @@ pub struct IndexBuild<'p> {
     /// The index so far: every location's frames, the samples before `next`.
     ix: Index<'p>,
     loc_pos: IdIndex,
+    /// One sample's location indices (leaf first), reused from sample to sample.
+    locs: Vec<u32>,
     /// The diff-base label's key and value strings, if the profile has them.
     base_label: Option<(i64, i64)>,
     next: usize,
@@ -169,13 +171,12 @@ impl<'p> IndexBuild<'p> {
                 names,
                 loc_frames,
                 frames,
-                stack_locs: Vec::new(),
-                stack_ranges: Vec::with_capacity(n),
                 base: Vec::with_capacity(n),
                 last_kept: Default::default(),
                 profile: analysed,
             },
             loc_pos,
+            locs: Vec::new(),
             base_label,
             next: 0,
         }
@@ -189,22 +190,15 @@ impl<'p> IndexBuild<'p> {
         // (Not in the browser viewer, which builds in slices: 0.6 KiB of bundle.)
         #[cfg(not(target_arch = "wasm32"))]
         if self.next == 0 && end == samples.len() {
-            // All in one go (`Index::new`): every sample's locations first, so that
-            // both flattened arrays are sized exactly, where doubling left up to half
-            // of each unused (on a profile of 3 million distinct stacks, two arrays of
-            // 512 MiB). Sliced builds (the viewer's) grow as they go.
-            let locs: usize = samples.iter().map(|s| s.location_id.len()).sum();
-            ix.stack_locs.reserve_exact(locs);
-            for s in samples {
-                let start = ix.stack_locs.len();
-                self.loc_pos.extend(&mut ix.stack_locs, &s.location_id);
-                ix.stack_ranges
-                    .push((start as u32, (ix.stack_locs.len() - start) as u32));
-            }
-            let frames: usize = ix
-                .stack_locs
+            // All in one go (`Index::new`): every sample's frames counted first, so
+            // the flattened array is sized exactly, where doubling left up to half of
+            // it unused (on a profile of 3 million distinct stacks, 512 MiB). Sliced
+            // builds (the viewer's) grow as they go.
+            let frames: usize = samples
                 .iter()
-                .map(|&l| ix.loc_frames[l as usize].1 as usize)
+                .flat_map(|s| &s.location_id)
+                .filter_map(|&id| self.loc_pos.get(id))
+                .map(|l| ix.loc_frames[l as usize].1 as usize)
                 .sum();
             ix.stack_frames.reserve_exact(frames);
         }
@@ -212,17 +206,11 @@ impl<'p> IndexBuild<'p> {
         #[allow(clippy::needless_range_loop)]
         for i in self.next..end {
             let s = &samples[i];
-            if ix.stack_ranges.len() == i {
-                let start = ix.stack_locs.len();
-                self.loc_pos.extend(&mut ix.stack_locs, &s.location_id);
-                ix.stack_ranges
-                    .push((start as u32, (ix.stack_locs.len() - start) as u32));
-            }
-            let (start, n) = ix.stack_ranges[i];
-            let locs = &ix.stack_locs[start as usize..(start + n) as usize];
+            self.locs.clear();
+            self.loc_pos.extend(&mut self.locs, &s.location_id);
             ix.base.push(matches!(self.base_label, Some((k, v)) if s.label.iter().any(|l| l.key == k && l.str == v)));
             let fstart = ix.stack_frames.len() as u32;
-            push_frames(&mut ix.stack_frames, locs, &ix.loc_frames);
+            push_frames(&mut ix.stack_frames, &self.locs, &ix.loc_frames);
             ix.frame_ranges
                 .push((fstart, ix.stack_frames.len() as u32 - fstart));
         }
@@ -258,19 +246,18 @@ impl<'p> Index<'p> {
         &self.frames[s as usize..(s + n) as usize]
     }
 
-    /// The location indices of sample `i`, leaf first.
-    pub fn sample_locations(&self, i: usize) -> &[u32] {
-        let (s, n) = self.stack_ranges[i];
-        &self.stack_locs[s as usize..(s + n) as usize]
-    }
-
     /// Frames of sample `i` from the root down to the leaf (the order a call tree
     /// reads), each location's outermost line first.
     pub fn root_first(&self, i: usize) -> impl Iterator<Item = &Frame> + '_ {
-        let (s, n) = self.frame_ranges[i];
-        self.stack_frames[s as usize..(s + n) as usize]
+        self.frame_indices(i)
             .iter()
             .map(move |&f| &self.frames[f as usize])
+    }
+
+    /// [`Index::root_first`] as indices into the index's frames.
+    fn frame_indices(&self, i: usize) -> &[u32] {
+        let (s, n) = self.frame_ranges[i];
+        &self.stack_frames[s as usize..(s + n) as usize]
     }
 
     /// Value of sample `i` at `sample_index` (0 when the sample lacks it).
@@ -289,7 +276,7 @@ impl<'p> Index<'p> {
 
     /// Number of samples.
     pub fn sample_count(&self) -> usize {
-        self.stack_ranges.len()
+        self.frame_ranges.len()
     }
 
     /// The total percentages are relative to, as pprof's `computeTotal`: the sum of
@@ -378,22 +365,25 @@ impl<'p> Index<'p> {
         };
         let mut ignore = filter.ignore.as_ref().map(memo);
         let mut focus = filter.focus.as_ref().map(memo);
-        // Per location: Some(true) focused, Some(false) ignored, None neither.
-        let class: Vec<Option<bool>> = (0..locs.len())
-            .map(|li| {
-                if ignore.as_mut().is_some_and(|m| matches(m, li)) {
-                    Some(false)
-                } else if focus.as_mut().is_none_or(|m| matches(m, li)) {
-                    Some(true)
-                } else {
-                    None
-                }
-            })
-            .collect();
+        // Per frame, its location's class: Some(true) focused, Some(false) ignored,
+        // None neither. Every location has at least one frame, and its frames are
+        // contiguous, so a sample's frames meet exactly its locations.
+        let mut class: Vec<Option<bool>> = Vec::with_capacity(self.frames.len());
+        for li in 0..locs.len() {
+            let c = if ignore.as_mut().is_some_and(|m| matches(m, li)) {
+                Some(false)
+            } else if focus.as_mut().is_none_or(|m| matches(m, li)) {
+                Some(true)
+            } else {
+                None
+            };
+            let n = self.loc_frames[li].1 as usize;
+            class.extend(std::iter::repeat_n(c, n));
+        }
         (0..n)
             .map(|i| {
                 let mut f = false;
-                for &l in self.sample_locations(i) {
+                for &l in self.frame_indices(i) {
                     match class[l as usize] {
                         Some(false) => return false,
                         Some(true) => f = true,
