@@ -122,14 +122,14 @@ fn pprof_with_dangling_ids() {
     );
     b.sample(vec![l], vec![64], vec![]);
     let mut p = b.finish();
-    p.sample[0].location_id.push(999);
+    p.sample[0].location_id = [l, 999].into();
     let path = write(&d, "dangling.pb.gz", &profile::encode(&p));
     let e = fails(heapsnap().arg("top").arg(&path).output().unwrap());
     assert!(
         e.contains("sample 0 refers to location 999, which does not exist"),
         "{e}"
     );
-    p.sample[0].location_id.pop();
+    p.sample[0].location_id = [l].into();
     p.location[0].line[0].function_id = 77;
     let path = write(&d, "dangling-fn.pb.gz", &profile::encode(&p));
     let e = fails(

@@ -251,6 +251,18 @@ fn byte(words: &[u64], i: usize) -> u8 {
     (words[i / 8] >> (8 * (i % 8))) as u8
 }
 
+impl Ids<'_> {
+    /// Appends the ids as the varint bytes the file had them in (validated when the
+    /// group was made): for a reader that keeps them so, with no decode.
+    pub fn varints(&self, out: &mut Vec<u8>) {
+        let end = out.len() + self.len;
+        for w in self.words {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        out.truncate(end);
+    }
+}
+
 /// A group's location ids, decoded from its key (the varint bytes, validated when the
 /// group was made), with their exact count (so a `collect` allocates once).
 pub struct Ids<'a> {

@@ -156,7 +156,7 @@ fn validation_names_what_and_where() {
     let good = sample_profile();
 
     let mut p = good.clone();
-    p.sample[1].location_id.push(999);
+    p.sample[1].location_id.extend([999]);
     assert_eq!(
         invalid(&p).to_string(),
         "sample 1 refers to location 999, which does not exist"
@@ -234,7 +234,7 @@ fn diff_is_new_minus_base_with_pprof_base_label() {
     // Net per stack = new - base.
     let mut net: std::collections::BTreeMap<Vec<u64>, Vec<i64>> = Default::default();
     for s in &d.sample {
-        let e = net.entry(s.location_id.clone()).or_insert(vec![0, 0]);
+        let e = net.entry(s.location_id.to_vec()).or_insert(vec![0, 0]);
         for (a, b) in e.iter_mut().zip(&s.value) {
             *a += b;
         }

@@ -18,7 +18,7 @@ fn build(samples: &[(Vec<usize>, i64, i64)]) -> Profile {
     b.sample_type("inuse_space", "bytes");
     b.period("space", "bytes", 512);
     for (stack, a, i) in samples {
-        let locs = stack
+        let locs: Vec<u64> = stack
             .iter()
             .map(|&f| {
                 let fid = b.function(FUNCS[f], "", "src/lib.rs", 0);
@@ -47,7 +47,7 @@ fn per_stack(p: &Profile) -> BTreeMap<Vec<String>, (i64, i64)> {
             .location_id
             .iter()
             .map(|id| {
-                let l = p.location.iter().find(|l| l.id == *id).unwrap();
+                let l = p.location.iter().find(|l| l.id == id).unwrap();
                 let f = p
                     .function
                     .iter()

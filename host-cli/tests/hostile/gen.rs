@@ -57,7 +57,7 @@ pub fn deep_pprof_gz(frames: usize) -> Vec<u8> {
     let p = Profile {
         sample_type: vec![ValueType { r#type: 1, unit: 2 }],
         sample: vec![Sample {
-            location_id: vec![1; frames],
+            location_id: vec![1; frames].into(),
             value: vec![4096],
             ..Default::default()
         }],
@@ -233,7 +233,7 @@ pub fn big_profile(samples: usize, stacks: usize, seed: u64) -> Vec<u8> {
             let n = 1 + rand(40) as i64;
             let live = rand(n as u64) as i64;
             Sample {
-                location_id: stack_list[s].clone(),
+                location_id: stack_list[s].clone().into(),
                 value: vec![n, n * size, live, live * size],
                 label: vec![Label {
                     key: 4,

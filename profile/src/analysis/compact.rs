@@ -19,7 +19,7 @@
 
 use super::index::FxMap;
 use crate::limits::{Budget, Limits};
-use crate::profile::{self, Label, Profile, ProfileError, Sample, Scan, DIFF_BASE_LABEL};
+use crate::profile::{self, Label, Profile, ProfileError, Sample, Scan, Stack, DIFF_BASE_LABEL};
 use pprof_scan::{field, field_len, read_sample, Groups};
 use prost::Message;
 
@@ -326,6 +326,7 @@ impl CompactDecoder {
             g,
             base,
             is_base,
+            ids: Vec::new(),
         })
     }
 }
@@ -341,6 +342,8 @@ pub struct Finishing {
     base: Option<(i64, i64)>,
     /// Per label set: does it hold the diff-base label?
     is_base: Vec<bool>,
+    /// One sample's location ids (varints), reused.
+    ids: Vec<u8>,
 }
 
 impl Finishing {
@@ -349,8 +352,12 @@ impl Finishing {
         let (from, len) = (self.p.sample.len(), self.g.len());
         for k in from..len.min(from.saturating_add(n)) {
             let (ids, vals, set) = self.g.group(k);
+            // The key's varints as they are (a `Stack` is varints too), through one
+            // buffer, so that the stack is sized exactly.
+            self.ids.clear();
+            ids.varints(&mut self.ids);
             self.p.sample.push(Sample {
-                location_id: ids.collect(),
+                location_id: Stack::from_varints(&self.ids),
                 value: vals.collect(),
                 label: match self.base {
                     Some((key, str)) if self.is_base[set as usize] => vec![Label {

@@ -196,8 +196,8 @@ impl<'p> IndexBuild<'p> {
             // builds (the viewer's) grow as they go.
             let frames: usize = samples
                 .iter()
-                .flat_map(|s| &s.location_id)
-                .filter_map(|&id| self.loc_pos.get(id))
+                .flat_map(|s| s.location_id.iter())
+                .filter_map(|id| self.loc_pos.get(id))
                 .map(|l| ix.loc_frames[l as usize].1 as usize)
                 .sum();
             ix.stack_frames.reserve_exact(frames);

@@ -313,7 +313,7 @@ fn compact_decode_rejects_bad_input_with_an_error() {
     );
     // A dangling location id is caught by validation.
     let mut p = sample_profile();
-    p.sample[0].location_id.push(999);
+    p.sample[0].location_id.extend([999]);
     let e = decode_compact(&p.encode_to_vec()).unwrap_err().to_string();
     assert!(e.contains("999"), "{e}");
 }
@@ -734,7 +734,7 @@ fn sliced_builds_are_the_whole_builds() {
     let (mut x, mut total) = (7u32, 0i64);
     for v in 1..=3000i64 {
         x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
-        let stack = (0..1 + (x >> 16) % 6)
+        let stack: Vec<u64> = (0..1 + (x >> 16) % 6)
             .map(|d| locs[((x >> (2 * d + 3)) % 5) as usize])
             .collect();
         b.sample(stack, vec![v], vec![]);
@@ -770,4 +770,41 @@ fn sliced_builds_are_the_whole_builds() {
         }
         assert_eq!(sum + tree.self_value(i), tree.nodes[i].value);
     }
+}
+
+/// Stacks are kept as their varints: a writer's overlong (non-canonical) ones must
+/// come out of the streaming decoder as the same stacks prost reads, so that equal
+/// stacks merge and a written profile is canonical.
+#[test]
+fn compact_decode_reads_overlong_stack_varints_as_prost_does() {
+    let mut p = sample_profile();
+    p.sample.clear();
+    let mut raw = p.encode_to_vec();
+    // Two samples of the stack [2, 1] (leaf first), the second with each id overlong.
+    for (ids, v) in [
+        (&[2u8, 1][..], 5u8),
+        (&[0x82, 0x00, 0x81, 0x80, 0x00][..], 7),
+    ] {
+        let mut s = vec![0x0a, ids.len() as u8];
+        s.extend(ids);
+        s.extend([0x12, 2, v, 0]);
+        raw.push(0x12);
+        raw.push(s.len() as u8);
+        raw.extend(s);
+    }
+    let full = profile::decode(&raw).unwrap();
+    assert_eq!(full.sample[1].location_id, full.sample[0].location_id);
+    // (The merge keys stacks by their bytes as written, so these two stay apart: every
+    // view is a sum over samples, and sums the same.)
+    let compact = decode_compact(&raw).unwrap();
+    assert_eq!(compact.sample.len(), 2);
+    for s in &compact.sample {
+        assert_eq!(s.location_id, full.sample[0].location_id);
+        assert_eq!(s.location_id.to_vec(), vec![2, 1]);
+    }
+    assert_eq!(
+        profile::encode(&compact),
+        profile::encode(&full),
+        "written back, the same canonical bytes"
+    );
 }

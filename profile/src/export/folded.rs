@@ -19,8 +19,8 @@ pub fn folded(p: &Profile, sample_index: usize) -> String {
             continue;
         }
         let mut names: Vec<String> = Vec::new();
-        for id in s.location_id.iter().rev() {
-            let Some(l) = locs.get(id) else { continue };
+        for id in s.location_id.to_vec().into_iter().rev() {
+            let Some(l) = locs.get(&id) else { continue };
             if l.line.is_empty() {
                 names.push(format!("{:#x}", l.address));
             }

@@ -2,7 +2,7 @@
 //! locations and samples. One builder serves snapshot conversion and profile merging
 //! (diff), so both produce the same, deterministic id assignment.
 
-use super::{Function, Label, Line, Location, Mapping, Profile, Sample, ValueType};
+use super::{Function, Label, Line, Location, Mapping, Profile, Sample, Stack, ValueType};
 use rustc_hash::FxHashMap as HashMap;
 
 /// Incrementally builds a valid [`Profile`]. Ids are assigned 1, 2, … in insertion
@@ -59,7 +59,7 @@ enum Kind {
 
 /// A sample's dedup key into `out`: the stack length first (so stack and labels cannot
 /// run into each other), the stack, then the labels sorted (compared as a set).
-fn sample_key(out: &mut Vec<u64>, location_id: &[u64], label: &[Label]) {
+fn sample_key(out: &mut Vec<u64>, location_id: &Stack, label: &[Label]) {
     // Unstable: the key is the whole label, so equal keys are equal labels. (Through
     // the analysis' one shared sort: less code in the wasm viewer.)
     let key = |l: &Label| (l.key, l.str, l.num, l.num_unit);
@@ -67,8 +67,10 @@ fn sample_key(out: &mut Vec<u64>, location_id: &[u64], label: &[Label]) {
         crate::order::sorted_order(label.len(), &|a, b| key(&label[a]).cmp(&key(&label[b])));
     out.clear();
     out.push(Kind::Sample as u64);
-    out.push(location_id.len() as u64);
-    out.extend_from_slice(location_id);
+    let at = out.len();
+    out.push(0);
+    location_id.append_to(out);
+    out[at] = (out.len() - at - 1) as u64;
     for &i in &order {
         let l = &label[i as usize];
         out.extend([l.key, l.str, l.num, l.num_unit].map(|w| w as u64));
@@ -278,7 +280,12 @@ impl Builder {
 
     /// Adds a sample; samples with the same stack and labels are merged by summing
     /// their values. Labels are kept in the order given but compared as a set.
-    pub fn sample(&mut self, location_id: Vec<u64>, value: Vec<i64>, label: Vec<Label>) {
+    pub fn sample(&mut self, location_id: impl Into<Stack>, value: Vec<i64>, label: Vec<Label>) {
+        self.add_sample(location_id.into(), value, label);
+    }
+
+    /// [`Builder::sample`], not generic (one copy in the wasm).
+    fn add_sample(&mut self, location_id: Stack, value: Vec<i64>, label: Vec<Label>) {
         sample_key(&mut self.key, &location_id, &label);
         let hash = {
             use std::hash::{Hash, Hasher};

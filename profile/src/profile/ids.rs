@@ -3,6 +3,8 @@
 //! every producer we know), a hash map otherwise; this runs per frame of every
 //! profile the viewer opens (SipHash maps were ~130 ms of a 50k-stack file).
 
+use super::Stack;
+
 /// Id → position. Zero ids and repeats are reported by [`IdIndex::new`]; the index
 /// keeps the first occurrence.
 pub(crate) enum IdIndex {
@@ -76,14 +78,18 @@ impl IdIndex {
     /// Appends the positions of `ids`, skipping unknown ones. Not inlined: called per
     /// sample (see the crate docs on size and speed in wasm).
     #[inline(never)]
-    pub(crate) fn extend(&self, out: &mut Vec<u32>, ids: &[u64]) {
-        out.extend(ids.iter().filter_map(|&id| self.get(id)));
+    pub(crate) fn extend(&self, out: &mut Vec<u32>, ids: &Stack) {
+        for id in ids {
+            if let Some(i) = self.get(id) {
+                out.push(i);
+            }
+        }
     }
 
     /// The first of `ids` not in the table. Not inlined, as [`IdIndex::extend`].
     #[inline(never)]
-    pub(crate) fn first_missing(&self, ids: &[u64]) -> Option<u64> {
-        ids.iter().copied().find(|&id| self.get(id).is_none())
+    pub(crate) fn first_missing(&self, ids: &Stack) -> Option<u64> {
+        ids.iter().find(|&id| self.get(id).is_none())
     }
 }
 
@@ -111,9 +117,9 @@ mod tests {
             assert_eq!(ix.get(5), None);
             assert_eq!(ix.get(u64::MAX), None);
             let mut out = Vec::new();
-            ix.extend(&mut out, &[ids[2], 5, ids[0]]);
+            ix.extend(&mut out, &Stack::from([ids[2], 5, ids[0]]));
             assert_eq!(out, [2, 0]);
-            assert_eq!(ix.first_missing(&[ids[1], 5]), Some(5));
+            assert_eq!(ix.first_missing(&Stack::from([ids[1], 5])), Some(5));
         }
     }
 

@@ -217,6 +217,8 @@ fn add<'s>(
         locations.push(id);
     }
     b.reserve_samples(samples.size_hint().0);
+    // One sample's new location ids, reused.
+    let mut ids = Vec::new();
     for (i, s) in samples.enumerate() {
         if base {
             // −i64::MIN does not exist: wrapping would keep the base's value as it is.
@@ -231,9 +233,11 @@ fn add<'s>(
         }
         // Rewritten in place: a sample taken out of its profile keeps its vectors.
         let mut s = s.into_owned();
-        for id in &mut s.location_id {
-            *id = new_id(&location_pos, &locations, *id);
+        ids.clear();
+        for id in &s.location_id {
+            ids.push(new_id(&location_pos, &locations, id));
         }
+        s.location_id = ids.as_slice().into();
         if base {
             s.label.retain(|l| p.str(l.key) != DIFF_BASE_LABEL.0);
         }

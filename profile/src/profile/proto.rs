@@ -49,15 +49,228 @@ pub struct ValueType {
 }
 
 /// One stack with its values (one per sample type) and labels.
-#[derive(Clone, PartialEq, prost::Message)]
+///
+/// Its `Message` is written by hand (below) only so that the stack can be a [`Stack`]:
+/// field numbers and wire types are profile.proto's, as prost would derive them.
+#[derive(Clone, Default, PartialEq)]
 pub struct Sample {
     /// Leaf first.
-    #[prost(uint64, repeated, tag = "1")]
-    pub location_id: Vec<u64>,
-    #[prost(int64, repeated, tag = "2")]
+    pub location_id: Stack,
     pub value: Vec<i64>,
-    #[prost(message, repeated, tag = "3")]
     pub label: Vec<Label>,
+}
+
+impl std::fmt::Debug for Sample {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sample")
+            .field("location_id", &self.location_id)
+            .field("value", &self.value)
+            .field("label", &self.label)
+            .finish()
+    }
+}
+
+impl prost::Message for Sample {
+    fn encode_raw(&self, buf: &mut impl prost::bytes::BufMut) {
+        use prost::encoding::{encode_key, encode_varint, int64, message, WireType};
+        if !self.location_id.is_empty() {
+            encode_key(1, WireType::LengthDelimited, buf);
+            encode_varint(self.location_id.0.len() as u64, buf);
+            buf.put_slice(&self.location_id.0);
+        }
+        int64::encode_packed(2, &self.value, buf);
+        message::encode_repeated(3, &self.label, buf);
+    }
+
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire_type: prost::encoding::WireType,
+        buf: &mut impl prost::bytes::Buf,
+        ctx: prost::encoding::DecodeContext,
+    ) -> Result<(), prost::DecodeError> {
+        use prost::encoding::{int64, message, skip_field, uint64};
+        match tag {
+            1 => {
+                // Packed or not, as prost reads it; then held as canonical varints, so
+                // that equal stacks are equal bytes.
+                let mut ids = Vec::new();
+                uint64::merge_repeated(wire_type, &mut ids, buf, ctx)?;
+                self.location_id.push_ids(&ids);
+                Ok(())
+            }
+            2 => int64::merge_repeated(wire_type, &mut self.value, buf, ctx),
+            3 => message::merge_repeated(wire_type, &mut self.label, buf, ctx),
+            _ => skip_field(wire_type, tag, buf, ctx),
+        }
+    }
+
+    fn encoded_len(&self) -> usize {
+        use prost::encoding::{encoded_len_varint, int64, key_len, message};
+        let ids = self.location_id.0.len();
+        (if ids == 0 {
+            0
+        } else {
+            key_len(1) + encoded_len_varint(ids as u64) + ids
+        }) + int64::encoded_len_packed(2, &self.value)
+            + message::encoded_len_repeated(3, &self.label)
+    }
+
+    fn clear(&mut self) {
+        *self = Sample::default();
+    }
+}
+
+/// A sample's location ids, leaf first, held as the varints profile.proto packs them
+/// in: one to three bytes an id where a `Vec<u64>` takes eight, so the stacks of a
+/// profile of millions of distinct ones (a Go heap profile at rate 1) take a third of
+/// the memory. Always canonical (shortest) varints, so equal stacks are equal bytes.
+#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Stack(Box<[u8]>);
+
+impl Stack {
+    /// The ids, leaf first.
+    pub fn iter(&self) -> StackIds<'_> {
+        StackIds {
+            bytes: &self.0,
+            pos: 0,
+        }
+    }
+
+    /// Number of ids (each varint ends in its one byte under 0x80).
+    pub fn len(&self) -> usize {
+        self.0.iter().filter(|&&b| b < 0x80).count()
+    }
+
+    /// A stack from valid packed varints (a decoder's bytes): kept as they are when
+    /// canonical (what every writer we know sends), else decoded and written again.
+    pub(crate) fn from_varints(bytes: &[u8]) -> Stack {
+        // Canonical: no varint longer than one byte ends in a zero byte.
+        let mut long = false;
+        let mut canonical = true;
+        for &b in bytes {
+            canonical &= !(long && b == 0);
+            long = b >= 0x80;
+        }
+        let s = Stack(bytes.into());
+        if canonical {
+            return s;
+        }
+        Stack::from(s.to_vec().as_slice())
+    }
+
+    /// No ids.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The ids as a vector (for code that walks them backwards or edits them).
+    pub fn to_vec(&self) -> Vec<u64> {
+        let mut v = Vec::new();
+        self.append_to(&mut v);
+        v
+    }
+
+    /// Appends the ids to `out` (one loop for every caller: each `collect` or
+    /// `extend` over the ids is one more generic copy in the wasm).
+    #[inline(never)]
+    pub fn append_to(&self, out: &mut Vec<u64>) {
+        for id in self {
+            out.push(id);
+        }
+    }
+
+    /// Appends ids (a new allocation: for decoding and tests, not per-frame use).
+    pub fn extend(&mut self, ids: impl IntoIterator<Item = u64>) {
+        let ids: Vec<u64> = ids.into_iter().collect();
+        self.push_ids(&ids);
+    }
+
+    /// [`Stack::extend`], not generic: one copy in the wasm.
+    #[inline(never)]
+    fn push_ids(&mut self, ids: &[u64]) {
+        let mut v = std::mem::take(&mut self.0).into_vec();
+        v.reserve_exact(ids.len());
+        for &id in ids {
+            // (By hand: prost's `encode_varint` into a `BufMut` is more code in the wasm.)
+            let mut id = id;
+            while id >= 0x80 {
+                v.push(id as u8 | 0x80);
+                id >>= 7;
+            }
+            v.push(id as u8);
+        }
+        self.0 = v.into_boxed_slice();
+    }
+}
+
+impl FromIterator<u64> for Stack {
+    fn from_iter<I: IntoIterator<Item = u64>>(ids: I) -> Self {
+        let mut s = Stack::default();
+        s.extend(ids);
+        s
+    }
+}
+
+impl From<Vec<u64>> for Stack {
+    fn from(ids: Vec<u64>) -> Self {
+        Stack::from(ids.as_slice())
+    }
+}
+
+impl From<&[u64]> for Stack {
+    fn from(ids: &[u64]) -> Self {
+        let mut s = Stack::default();
+        s.push_ids(ids);
+        s
+    }
+}
+
+impl<const N: usize> From<[u64; N]> for Stack {
+    fn from(ids: [u64; N]) -> Self {
+        Stack::from(ids.as_slice())
+    }
+}
+
+impl PartialEq<[u64]> for Stack {
+    fn eq(&self, ids: &[u64]) -> bool {
+        self.iter().eq(ids.iter().copied())
+    }
+}
+
+impl std::fmt::Debug for Stack {
+    /// As the ids' `Vec` prints, so a dump reads the same as before.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<'a> IntoIterator for &'a Stack {
+    type Item = u64;
+    type IntoIter = StackIds<'a>;
+    fn into_iter(self) -> StackIds<'a> {
+        self.iter()
+    }
+}
+
+/// The ids of a [`Stack`], leaf first.
+#[derive(Clone)]
+pub struct StackIds<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Iterator for StackIds<'_> {
+    type Item = u64;
+
+    // Out of line in the wasm, where each inlined copy is bundle; inlined natively,
+    // where it runs per frame of every stack indexed.
+    #[cfg_attr(target_arch = "wasm32", inline(never))]
+    #[cfg_attr(not(target_arch = "wasm32"), inline)]
+    fn next(&mut self) -> Option<u64> {
+        // Canonical by construction: a plain decode (a cut one cannot occur).
+        pprof_scan::varint(self.bytes, &mut self.pos)
+    }
 }
 
 /// A string or numeric label of a sample (heap profiles: `bytes` = object size).
@@ -137,4 +350,75 @@ pub struct Function {
     pub filename: i64,
     #[prost(int64, tag = "5")]
     pub start_line: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    /// A sample as bytes: location ids as one packed field (`packed`) or one varint
+    /// field per id, written by hand as other writers might.
+    fn sample_bytes(ids: &[&[u8]], packed: bool) -> Vec<u8> {
+        let mut b = Vec::new();
+        if packed {
+            let body: Vec<u8> = ids.concat();
+            b.extend([0x0a, body.len() as u8]);
+            b.extend(body);
+        } else {
+            for id in ids {
+                b.push(0x08);
+                b.extend(*id);
+            }
+        }
+        b.extend([0x12, 1, 7]); // value: [7]
+        b
+    }
+
+    #[test]
+    fn a_stack_reads_packed_unpacked_and_overlong_ids_as_the_same_canonical_varints() {
+        // 1, 300, 2^40: canonical varints, then 1 and 300 overlong (a zero byte ending).
+        let canonical: [&[u8]; 3] = [&[1], &[0xac, 0x02], &[0x80, 0x80, 0x80, 0x80, 0x80, 0x20]];
+        let overlong: [&[u8]; 3] = [&[0x81, 0x00], &[0xac, 0x82, 0x00], canonical[2]];
+        let want = Sample {
+            location_id: Stack::from([1, 300, 1 << 40]),
+            value: vec![7],
+            label: vec![],
+        };
+        for (ids, packed) in [
+            (canonical, true),
+            (canonical, false),
+            (overlong, true),
+            (overlong, false),
+        ] {
+            let s = Sample::decode(sample_bytes(&ids, packed).as_slice()).unwrap();
+            assert_eq!(s, want, "packed {packed}, ids {ids:?}");
+            assert_eq!(s.location_id.to_vec(), vec![1, 300, 1 << 40]);
+            assert_eq!(s.location_id.len(), 3);
+        }
+        // Written packed, as prost writes a repeated scalar, and read back the same.
+        let bytes = want.encode_to_vec();
+        assert_eq!(bytes, sample_bytes(&canonical, true));
+        assert_eq!(want.encoded_len(), bytes.len());
+        assert_eq!(Sample::decode(bytes.as_slice()).unwrap(), want);
+        // A dump reads as the ids' Vec did.
+        assert_eq!(format!("{:?}", want.location_id), "[1, 300, 1099511627776]");
+        // An empty stack writes no field at all (prost's rule for empty packed fields).
+        let empty = Sample {
+            value: vec![7],
+            ..Sample::default()
+        };
+        assert_eq!(empty.encode_to_vec(), vec![0x12, 1, 7]);
+        assert!(empty.location_id.is_empty());
+    }
+
+    #[test]
+    fn canonical_varints_are_kept_as_they_are_and_overlong_ones_written_again() {
+        assert_eq!(Stack::from_varints(&[1, 0xac, 0x02]), Stack::from([1, 300]));
+        let overlong = Stack::from_varints(&[0x81, 0x00, 0xac, 0x82, 0x00]);
+        assert_eq!(overlong, Stack::from([1, 300]));
+        assert_eq!(overlong.0.as_ref(), [1, 0xac, 0x02]);
+        assert_eq!(Stack::from_varints(&[0]), Stack::from([0]));
+        assert_eq!(Stack::from_varints(&[]), Stack::default());
+    }
 }

@@ -2,7 +2,7 @@
 //! uninteresting (allocator internals, `malloc`, `operator new`) are cut from every
 //! stack before anything is shown, as `go tool pprof` does on reading.
 
-use super::{IdIndex, Profile};
+use super::{IdIndex, Profile, Stack};
 use crate::analysis::Pattern;
 
 impl Profile {
@@ -75,14 +75,14 @@ impl Profile {
         let locs = IdIndex::lenient(&lids);
         for s in &mut self.sample {
             let mut found_user = false;
-            for i in (0..s.location_id.len()).rev() {
-                let m = locs.get(s.location_id[i]).map_or(0, |k| mark[k as usize]);
+            let ids = s.location_id.to_vec();
+            for i in (0..ids.len()).rev() {
+                let m = locs.get(ids[i]).map_or(0, |k| mark[k as usize]);
                 if m == 0 {
                     found_user = true;
                 } else if found_user {
                     let k = if m == 2 { i + 1 } else { i };
-                    s.location_id.copy_within(k.., 0);
-                    s.location_id.truncate(s.location_id.len() - k);
+                    s.location_id = Stack::from(&ids[k..]);
                     break;
                 }
             }
