@@ -65,36 +65,170 @@ export async function waitMark(page, name, n = 1, timeout = 60000) {
   await page.waitForFunction(([m, k]) => performance.getEntriesByName(`heapsnap:${m}`).length >= k, [name, n], { timeout });
 }
 
-/// Hovers and zooms a painted flame graph, one event per animation frame: each event's
-/// main-thread work is timed from its dispatch until the page is idle again (its
-/// handlers, the re-render and the canvas drawing, which run before the next task), and
-/// the animation-frame intervals are traced throughout (issue 19: p99 ≤ 16 ms).
-/// Returns the times in ms, and the redraws the zooms caused.
-export async function flameInteraction(page, { hovers = 300, zooms = 20 } = {}) {
-  return page.evaluate(async ([hovers, zooms]) => {
-    const c = document.querySelector('[data-testid=flame-graph]');
-    const r = c.getBoundingClientRect();
+/// How a user hovers and zooms each tool's flame graph, for `flameInteraction`:
+/// - `area`: the element the flame graph is drawn in (a selector, or [selector, n]: the
+///   n-th match); positions are relative to its box and every event goes to the element
+///   under the point, as the browser sends it;
+/// - `rows`: the centre of the top row and the row height, CSS px;
+/// - `zoom`: the gesture that zooms into the frame under the pointer (`click`, or
+///   `dblclick`: two clicks then the dblclick event), made after the pointer has moved
+///   there (untimed); `back`: how the user zooms out again (`{ click: selector }` a
+///   button, `{ key }` a key press on the page, `{ row }` a click on that row's middle);
+/// - `hover` and `view`: what must change when a hover shows a frame and when a zoom
+///   changes the view (`{ text: selector }`, `{ pixels: canvas selector }`,
+///   `{ attrs: [selector, attribute] }`; `text: 'body'`: any text the page shows), so a
+///   script that does nothing fails;
+/// - `settleMs`: an untimed wait after each zoom step (the tool's zoom animation).
+export const FLAME_TOOLS = {
+  // Click to zoom, the first breadcrumb ("all") to zoom out; the tooltip on hover.
+  heapsnap: {
+    area: '[data-testid=flame-graph]', rows: [10, 20], zoom: 'click', back: { click: 'nav.crumbs button' },
+    hover: { text: '.tooltip' }, view: { text: 'nav.crumbs' }, settleMs: 0,
+  },
+  // speedscope 1.25 (src/views/flamechart-pan-zoom-view.tsx): a click selects a frame,
+  // a double-click zooms the view onto it, `0` zooms all the way out (ctrl+wheel zooms
+  // continuously). Its default view, the time-ordered flame chart, is the page's third
+  // canvas (after the page-wide WebGL one and the minimap's; class names are hashed),
+  // 20 px frames below a 20 px axis. Rectangles are drawn with WebGL, labels and
+  // outlines on the view's own 2D canvas, both in the next animation frame; the hover
+  // tooltip is a DOM element.
+  speedscope: {
+    area: ['canvas', 2], rows: [30, 20], zoom: 'dblclick', back: { key: '0' },
+    hover: { text: 'body' }, view: { pixels: ['canvas', 2] }, settleMs: 0,
+  },
+  // `pprof -http` of Go 1.19 (/ui/flamegraph: d3-flame-graph, SVG, root on top): a
+  // click zooms into a frame with a 750 ms transition, a click on the root zooms out;
+  // hovering writes the frame's details above the graph.
+  pprof: {
+    area: '#chart svg', rows: [9, 18], zoom: 'click', back: { row: 0 },
+    hover: { text: '#flamegraphdetails' }, view: { attrs: ['#chart rect', 'width'] }, settleMs: 800,
+  },
+};
+
+/// Hovers and zooms a painted flame graph as `tool` (one of FLAME_TOOLS) is used, one
+/// event per animation frame. Each event's work is timed the same way for every tool:
+/// from its dispatch until the page is idle again (its handlers, microtasks and what
+/// they draw at once), plus the next animation frame (from its first callback to the
+/// first task after it: the page's animation-frame callbacks, where speedscope draws,
+/// and the style, layout and paint of the frame). The animation-frame intervals and
+/// each frame's main-thread work are traced throughout (issue 19: p99 ≤ 16 ms).
+/// Throws when the hovers showed nothing or the zooms changed nothing. Returns the times
+/// in ms, and the redraws the zooms caused (heapsnap's `flame-drawn` marks).
+export async function flameInteraction(page, { hovers = 300, zooms = 20, tool = FLAME_TOOLS.heapsnap } = {}) {
+  return page.evaluate(async ([hovers, zooms, tool]) => {
+    const pick = (sel) => (Array.isArray(sel) ? document.querySelectorAll(sel[0])[sel[1]] : document.querySelector(sel));
+    const area = pick(tool.area);
+    if (!area) throw new Error(`no flame graph (${tool.area})`);
+    const r = area.getBoundingClientRect();
     const idle = () => new Promise((res) => { const ch = new MessageChannel(); ch.port1.onmessage = () => res(); ch.port2.postMessage(0); });
     const frame = () => new Promise((res) => requestAnimationFrame(() => res()));
-    const work = async (fire) => { await frame(); const t0 = performance.now(); fire(); await idle(); return performance.now() - t0; };
-    const mouse = (type, x, y) => c.dispatchEvent(new MouseEvent(type, { bubbles: true, clientX: r.left + x, clientY: r.top + y }));
-    const drawn = () => performance.getEntriesByName('heapsnap:flame-drawn').length;
-    const intervals = [];
+    const sleep = (ms) => new Promise((res) => setTimeout(res, ms));
+    // Every animation frame: its interval, and its work from the first callback (this
+    // one, registered a frame ahead of any the page registers during an event) to the
+    // first task after the frame's rendering.
+    const intervals = [], frames = [];
     let last = null, tracing = true;
-    const tick = (t) => { if (last !== null) intervals.push(t - last); last = t; if (tracing) requestAnimationFrame(tick); };
+    const tick = (t) => {
+      if (last !== null) intervals.push(t - last);
+      last = t;
+      const f = { start: performance.now(), end: null };
+      frames.push(f);
+      idle().then(() => { f.end = performance.now(); });
+      if (tracing) requestAnimationFrame(tick);
+    };
     requestAnimationFrame(tick);
+    // The first frame started after `t` has been painted: its work.
+    const frameAfter = async (t) => {
+      for (;;) {
+        const f = frames.find((x) => x.start >= t && x.end !== null);
+        if (f) return f.end - f.start;
+        await frame();
+        await idle();
+      }
+    };
+    // Right after a frame's rendering: where each event is fired, so the next frame is
+    // a whole interval away (and one event per frame when its work fits in one).
+    const settled = async () => { await frame(); await idle(); };
+    // Called when settled; returns settled too (frameAfter ends after a frame).
+    const work = async (fire) => {
+      const t0 = performance.now();
+      fire();
+      await idle();
+      const t1 = performance.now();
+      return t1 - t0 + (await frameAfter(t1));
+    };
+    // Mouse events as the browser sends them: over/out when the element under the
+    // pointer changes, then the event itself, to the element under the point.
+    let under = null;
+    const mouse = (type, x, y, extra = {}) => {
+      const [cx, cy] = [r.left + x, r.top + y];
+      const el = document.elementFromPoint(cx, cy) || area;
+      const init = { bubbles: true, cancelable: true, composed: true, view: window, clientX: cx, clientY: cy, ...extra };
+      if (el !== under) {
+        if (under) under.dispatchEvent(new MouseEvent('mouseout', { ...init, relatedTarget: el }));
+        el.dispatchEvent(new MouseEvent('mouseover', { ...init, relatedTarget: under }));
+        under = el;
+      }
+      el.dispatchEvent(new MouseEvent(type, init));
+    };
+    const click = (x, y, detail = 1) => { mouse('mousedown', x, y, { detail }); mouse('mouseup', x, y, { detail }); mouse('click', x, y, { detail }); };
+    const gesture = (kind, x, y) => {
+      click(x, y, 1);
+      if (kind === 'dblclick') { click(x, y, 2); mouse('dblclick', x, y, { detail: 2 }); }
+    };
+    const rowY = (k) => tool.rows[0] + k * tool.rows[1];
+    const probe = (p) => {
+      if (p.text) return [...document.querySelectorAll(p.text)].map((e) => e.textContent).join('|');
+      if (p.attrs) return [...document.querySelectorAll(p.attrs[0])].slice(0, 400).map((e) => e.getAttribute(p.attrs[1])).join(',');
+      const c = pick(p.pixels);
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let h = 0;
+      for (let i = 0; i < d.length; i += 4) h = (Math.imul(h, 31) + d[i] + (d[i + 1] << 8) + (d[i + 2] << 16)) | 0;
+      return String(h);
+    };
+    const drawn = () => performance.getEntriesByName('heapsnap:flame-drawn').length;
+
     const hover = [];
-    for (let i = 0; i < hovers; i++) hover.push(await work(() => mouse('mousemove', (i * 37.3) % r.width, ((i * 7) % 12) * 20 + 10)));
+    const blank = probe(tool.hover);
+    await settled();
+    let shown = 0;
+    for (let i = 0; i < hovers; i++) {
+      hover.push(await work(() => mouse('mousemove', (i * 37.3) % r.width, rowY((i * 7) % 12))));
+      const p = probe(tool.hover);
+      if (p && p !== blank) shown++;
+    }
     const zoom = [];
+    let zoomed = 0, back = 0;
     const before = drawn();
     for (let i = 0; i < zooms; i++) {
-      zoom.push(await work(() => mouse('click', r.width * ((0.05 + i * 0.173) % 1), (1 + (i % 6)) * 20 + 10)));
-      const root = document.querySelector('nav.crumbs button');
-      if (root) zoom.push(await work(() => root.click()));
+      const [x, y] = [r.width * ((0.05 + i * 0.173) % 1), rowY(1 + (i % 6))];
+      mouse('mousemove', x, y);
+      await settled();
+      const v0 = probe(tool.view);
+      zoom.push(await work(() => gesture(tool.zoom, x, y)));
+      if (tool.settleMs) { await sleep(tool.settleMs); await settled(); }
+      const v1 = probe(tool.view);
+      if (v1 !== v0) zoomed++;
+      const b = tool.back;
+      if (b.click) {
+        const button = document.querySelector(b.click);
+        if (button) zoom.push(await work(() => button.click()));
+      } else if (b.key) {
+        zoom.push(await work(() => document.body.dispatchEvent(new KeyboardEvent('keydown', { key: b.key, bubbles: true, cancelable: true }))));
+      } else {
+        mouse('mousemove', r.width / 2, rowY(b.row));
+        await settled();
+        zoom.push(await work(() => gesture('click', r.width / 2, rowY(b.row))));
+      }
+      if (tool.settleMs) { await sleep(tool.settleMs); await settled(); }
+      if (probe(tool.view) !== v1) back++;
     }
     tracing = false;
-    return { hover, zoom, intervals, redraws: drawn() - before };
-  }, [hovers, zooms]);
+    if (shown < hovers / 4) throw new Error(`only ${shown} of ${hovers} hovers showed a frame (${tool.hover.text})`);
+    if (zoomed < zooms / 2 || back < zooms / 2) throw new Error(`of ${zooms} zooms, ${zoomed} changed the view and ${back} zoomed out again`);
+    const busy = frames.filter((f) => f.end !== null).map((f) => f.end - f.start);
+    return { hover, zoom, intervals, frames: busy, redraws: drawn() - before, shown, zoomed, back };
+  }, [hovers, zooms, tool]);
 }
 
 /// The `q` quantile of `xs` (nearest rank).
