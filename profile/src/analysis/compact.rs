@@ -58,20 +58,32 @@ pub fn decode_compact_sized(
     limits: &Limits,
     input_len: u64,
 ) -> Result<Profile, ProfileError> {
-    let raw = profile::scanned_as(bytes, limits, input_len)?;
-    let mut d = CompactDecoder::with_limits(&Limits::unlimited(), 0);
-    // Fed in pieces, as a stream would be (see the crate docs on wasm).
-    for chunk in raw.chunks(1 << 20) {
-        if !d.feed(chunk) {
-            break;
+    if bytes.is_empty() {
+        return Err(ProfileError::Empty);
+    }
+    // One pass: the decoder scans each field against the limits as it takes it (the
+    // scan the whole-file decoder runs first, and the same errors), and a gzipped
+    // input is inflated piece by piece into it, never held whole.
+    let mut d = CompactDecoder::with_limits(limits, input_len);
+    if profile::is_gzip(bytes) {
+        d = d.inflated();
+        profile::inflate_each(bytes, limits.inflated_cap(), &mut |piece| d.feed(piece))?;
+    } else {
+        // Fed in pieces, as a stream would be (see the crate docs on wasm).
+        for chunk in bytes.chunks(1 << 20) {
+            if !d.feed(chunk) {
+                break;
+            }
         }
     }
     match d.finish() {
         Ok(p) => Ok(p),
         Err(Some(e)) => Err(e),
-        // Anything else wrong: the full decoder and validation say what, and where.
-        // (`raw` is already inflated and scanned.)
+        // Anything else wrong: the whole-file decoder and validation say what, and
+        // where (the input scanned, inflated and read again: only for a bad file or an
+        // unusual encoding of a good one).
         Err(None) => {
+            let raw = profile::scanned_as(bytes, limits, input_len)?;
             let p = Profile::decode(profile::lossy_strings(&raw).as_ref())?;
             p.check_valid()?;
             Ok(p)

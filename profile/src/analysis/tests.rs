@@ -1,6 +1,7 @@
 //! Hand-built profiles with answers worked out on paper (see each test's comment).
 
 use super::*;
+use crate::limits::Limits;
 use crate::profile::{self, Builder, Line, Profile, Sample};
 use prost::Message;
 
@@ -807,4 +808,71 @@ fn compact_decode_reads_overlong_stack_varints_as_prost_does() {
         profile::encode(&full),
         "written back, the same canonical bytes"
     );
+}
+
+/// `decode_compact` inflates a gzipped input into its streaming decoder piece by piece
+/// (no separate scan, nothing held whole): every cut and every corrupted byte of a
+/// gzipped profile, and limits it goes over, must give exactly the whole-file decoder's
+/// answer and error message.
+#[test]
+fn compact_decode_of_gzip_answers_as_the_whole_file_decoder() {
+    let mut p = sample_profile();
+    // Enough samples for the inflated stream to span several 1 MiB pieces.
+    let s0 = p.sample[0].clone();
+    for k in 0..120_000 {
+        let mut s = s0.clone();
+        s.value = vec![k, 1];
+        s.location_id.extend([1 + k as u64 % 5]);
+        p.sample.push(s);
+    }
+    let gz = profile::encode(&p);
+    assert!(p.encode_to_vec().len() > 1 << 20);
+    let same = |b: &[u8], limits: &Limits, what: &str| {
+        let whole = profile::decode_limited(b, limits);
+        let compact = decode_compact_limited(b, limits);
+        match (&whole, &compact) {
+            (Ok(_), Ok(_)) => {}
+            (Err(w), Err(c)) => assert_eq!(w.to_string(), c.to_string(), "{what}"),
+            _ => panic!(
+                "{what}: whole {:?} vs compact {:?}",
+                whole.err(),
+                compact.err()
+            ),
+        }
+        compact.is_ok()
+    };
+    assert!(same(&gz, &Limits::default(), "whole file"));
+    for cut in (0..gz.len()).step_by(gz.len() / 97 + 1) {
+        assert!(!same(
+            &gz[..cut],
+            &Limits::default(),
+            &format!("cut at {cut}")
+        ));
+    }
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for round in 0..60 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let mut b = gz.clone();
+        let i = 10 + x as usize % (b.len() - 10);
+        b[i] ^= 1 << (x >> 61);
+        same(
+            &b,
+            &Limits::default(),
+            &format!("round {round}: byte {i} flipped"),
+        );
+    }
+    // Over the inflated-size cap, and over the entry budget.
+    let tight = Limits {
+        inflated_size: 1 << 20,
+        ..Limits::default()
+    };
+    assert!(!same(&gz, &tight, "inflated cap"));
+    let few = Limits {
+        entries_base: 1000,
+        entries_per_byte: 0,
+        ..Limits::default()
+    };
+    assert!(!same(&gz, &few, "entry budget"));
 }

@@ -187,6 +187,49 @@ fn inflate_with(
     Err(ProfileError::GzipUnsupported)
 }
 
+/// Inflates a gzip stream as [`inflate`] does (the same cap, the same errors), handing
+/// each piece to `each` and keeping none: a streaming decoder's input, which then
+/// never exists whole (142 MB of a 30 MB Go heap profile). `Ok(false)` when `each`
+/// stopped it.
+#[cfg(feature = "gzip")]
+pub(crate) fn inflate_each(
+    bytes: &[u8],
+    limit: usize,
+    each: &mut dyn FnMut(&[u8]) -> bool,
+) -> Result<bool, ProfileError> {
+    use std::io::Read;
+    const PIECE: usize = 1 << 20;
+    let mut piece = Vec::with_capacity(PIECE);
+    let mut total = 0usize;
+    let mut dec = flate2::read::MultiGzDecoder::new(bytes).take(limit as u64 + 1);
+    loop {
+        piece.clear();
+        let n = (&mut dec)
+            .take(PIECE as u64)
+            .read_to_end(&mut piece)
+            .map_err(|e| ProfileError::Gzip(e.to_string()))?;
+        total += n;
+        if total > limit {
+            return Err(ProfileError::TooLarge { limit });
+        }
+        if n == 0 {
+            return Ok(true);
+        }
+        if !each(&piece) {
+            return Ok(false);
+        }
+    }
+}
+
+#[cfg(not(feature = "gzip"))]
+pub(crate) fn inflate_each(
+    _bytes: &[u8],
+    _limit: usize,
+    _each: &mut dyn FnMut(&[u8]) -> bool,
+) -> Result<bool, ProfileError> {
+    Err(ProfileError::GzipUnsupported)
+}
+
 /// Encodes a profile as gzipped protobuf, as pprof writes it. Fastest gzip level: on
 /// the 100k-bucket benchmark level 6 takes 9× longer (0.46 s vs 0.05 s) for a file only
 /// 12 % smaller. Deterministic: the gzip header carries no timestamp or file name, and
