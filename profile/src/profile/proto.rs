@@ -52,22 +52,12 @@ pub struct ValueType {
 ///
 /// Its `Message` is written by hand (below) only so that the stack can be a [`Stack`]:
 /// field numbers and wire types are profile.proto's, as prost would derive them.
-#[derive(Clone, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Sample {
     /// Leaf first.
     pub location_id: Stack,
     pub value: Vec<i64>,
     pub label: Vec<Label>,
-}
-
-impl std::fmt::Debug for Sample {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sample")
-            .field("location_id", &self.location_id)
-            .field("value", &self.value)
-            .field("label", &self.label)
-            .finish()
-    }
 }
 
 impl prost::Message for Sample {
