@@ -9,7 +9,7 @@
 // event and the animation-frame intervals, p50 and p99).
 import fs from 'node:fs';
 import path from 'node:path';
-import { serve, launch, waitMark, flameInteraction, quantile } from './lib.mjs';
+import { serve, launch, waitMark, flameInteraction, settingChanges, quantile } from './lib.mjs';
 import { generate } from './gen_profile.mjs';
 
 const [www, outDir] = process.argv.slice(2);
@@ -101,36 +101,18 @@ try {
 
   // Changing a setting on a loaded profile: a sample-type switch and a focus change,
   // each timed from the control's `change` event to the redrawn flame graph
-  // (heapsnap:flame-drawn), and to the reducer's new flame tree (heapsnap:flame-built).
+  // (heapsnap:flame-drawn), and to the reducer's new flame tree (heapsnap:flame-built);
+  // `settingChanges` in lib.mjs, shared with the peers' table.
   const page = await browser.newPage({ viewport: { width: 1360, height: 860 } });
   await page.goto(`${server.url}/index.html`);
   await page.waitForFunction(() => window.__heapsnapWasm);
   await page.setInputFiles('[data-testid=file-input]', rawPath);
   await waitMark(page, 'flame-painted', 1, 120000);
-  const change = async (selector, value) => {
-    const n = await page.evaluate(() => performance.getEntriesByName('heapsnap:flame-drawn').length);
-    await page.evaluate(([sel, v]) => {
-      const el = document.querySelector(sel);
-      el.value = v;
-      performance.mark('heapsnap:bench-change');
-      el.dispatchEvent(new Event('change', { bubbles: true }));
-    }, [selector, value]);
-    await waitMark(page, 'flame-drawn', n + 1, 120000);
-    return page.evaluate(() => {
-      const t = (n) => performance.getEntriesByName(`heapsnap:${n}`).at(-1).startTime;
-      return { built: t('flame-built') - t('bench-change'), drawn: t('flame-drawn') - t('bench-change') };
-    });
-  };
-  const settings = {
-    'sample-type switch': ['[data-testid=sample-type]', ['alloc_space', 'inuse_space']],
-    'focus change': ['[data-testid=focus]', ['pkg7\\.', 'pkg8\\.']],
-  };
+  const settings = await settingChanges(page, { sampleTypes: ['alloc_space', 'inuse_space'], focus: ['pkg7\\.', 'pkg8\\.'], n: 2 * RUNS });
   console.log(`\n${path.basename(rawPath)} loaded, changing a setting (${2 * RUNS} changes each, median shown)`);
-  for (const [what, [selector, values]] of Object.entries(settings)) {
-    const runs = [];
-    for (let r = 0; r < 2 * RUNS; r++) runs.push(await change(selector, values[r % 2]));
-    const med = (k) => runs.map((x) => x[k]).sort((a, b) => a - b)[Math.floor(runs.length / 2)];
-    console.log(`  ${(what + ' → flame drawn').padEnd(37)} ${med('drawn').toFixed(0)} ms (of which to the new flame tree ${med('built').toFixed(0)} ms; all runs: ${runs.map((x) => x.drawn.toFixed(0)).join(', ')} ms)`);
+  for (const [what, { times }] of Object.entries(settings)) {
+    const med = (k) => quantile(times.map((x) => x[k]), 0.5);
+    console.log(`  ${(what + ' → flame drawn').padEnd(37)} ${med('drawn').toFixed(0)} ms (of which to the new flame tree ${med('built').toFixed(0)} ms; all runs: ${times.map((x) => x.drawn.toFixed(0)).join(', ')} ms)`);
   }
 
   // Hovering and zooming the flame graph (issue 19: p99 ≤ 16 ms per frame).

@@ -231,6 +231,56 @@ export async function flameInteraction(page, { hovers = 300, zooms = 20, tool = 
   }, [hovers, zooms, tool]);
 }
 
+/// Changes settings of heapsnap's loaded profile as its user does, and times each
+/// change from the control's `change` event to the redrawn flame graph
+/// (heapsnap:flame-drawn) and to the reducer's new flame tree (heapsnap:flame-built)
+/// (issue 19: a sample-type switch and a focus change ≤ 150 ms at 1M samples): `n`
+/// sample-type switches between `sampleTypes` (default: another type, `alloc_space`
+/// preferred, then back to the one shown), then `n` focus changes between the two
+/// regexes of `focus` (each must match part of the profile, and not the same part).
+/// Every change must redraw the flame graph, be accepted (no filter error) and change
+/// the status line's total (`inuse_space: 1.2 MB total · shown 300 kB`), so a change
+/// that did nothing fails. Leaves the last values set. Returns, per setting, the
+/// changes' times in ms ({ built, drawn }) and the values used.
+export async function settingChanges(page, { focus, sampleTypes = null, n = 6, timeout = 120000 }) {
+  if (!sampleTypes) {
+    sampleTypes = await page.$eval('[data-testid=sample-type]', (s) => {
+      const all = [...s.options].map((o) => o.value);
+      const other = ['alloc_space', 'inuse_space', ...all].find((t) => t !== s.value && all.includes(t));
+      return [other, s.value];
+    });
+  }
+  if (!sampleTypes[0] || sampleTypes[0] === sampleTypes[1]) throw new Error('the profile has one sample type: nothing to switch to');
+  // The status line's figures without the sample type's name (`1.2 MB total · shown 300 kB`).
+  const status = () => page.$eval('nav.tabs .status span:nth-child(2)', (e) => e.textContent.replace(/^[^:]*: /, ''));
+  const change = async (selector, value) => {
+    const before = await status();
+    const drawn = await page.evaluate(() => performance.getEntriesByName('heapsnap:flame-drawn').length);
+    await page.evaluate(([sel, v]) => {
+      const el = document.querySelector(sel);
+      el.value = v;
+      performance.mark('heapsnap:bench-change');
+      el.dispatchEvent(new Event('change', { bubbles: true }));
+    }, [selector, value]);
+    await waitMark(page, 'flame-drawn', drawn + 1, timeout);
+    const refused = await page.$('[data-testid=filter-error]');
+    if (refused) throw new Error(`${selector} = ${value}: ${await refused.textContent()}`);
+    const after = await status();
+    if (after === before) throw new Error(`${selector} = ${value}: the total shown did not change (${after})`);
+    return page.evaluate(() => {
+      const t = (m) => performance.getEntriesByName(`heapsnap:${m}`).at(-1).startTime;
+      return { built: t('flame-built') - t('bench-change'), drawn: t('flame-drawn') - t('bench-change') };
+    });
+  };
+  const out = {};
+  for (const [what, selector, values] of [['sample-type switch', '[data-testid=sample-type]', sampleTypes], ['focus change', '[data-testid=focus]', focus]]) {
+    const times = [];
+    for (let i = 0; i < n; i++) times.push(await change(selector, values[i % 2]));
+    out[what] = { times, values };
+  }
+  return out;
+}
+
 /// The `q` quantile of `xs` (nearest rank).
 export function quantile(xs, q) {
   const v = [...xs].sort((a, b) => a - b);

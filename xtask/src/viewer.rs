@@ -309,7 +309,9 @@ const SPEEDSCOPE_VERSION: &str = "1.25.0";
 /// input) and `pprof -http` in the same Chromium; natively `heapsnap top` against
 /// `pprof -top`. The inputs are generated: Go runtime heap profiles of a real program
 /// (tests/go/heapbench) at about 1, 5 and 30 MB gzipped, the synthetic profile of the
-/// viewer benchmark (gzipped and raw) and a profile of 500-frame stacks.
+/// viewer benchmark (gzipped and raw), a 1M-sample / 100k-stack one, a profile of
+/// 500-frame stacks and, in the full run, the QEMU demo firmware's profile (see
+/// [`firmware_profile`]).
 ///
 /// `short` (the test command's step): the 1 MB Go profile only, the floor, heapsnap and
 /// speedscope in the browser; fails when heapsnap's first flame graph is slower than
@@ -377,8 +379,12 @@ pub fn peers(www: &Path, short: bool) -> Res {
         ]))?;
         let pprof =
             Path::new(tools::output(go(&target).args(["env", "GOTOOLDIR"]))?.trim()).join("pprof");
+        let heapsnap = target.join("release/heapsnap");
+        if let Some(fw) = firmware_profile(&heapsnap, &out)? {
+            node.env("BENCH_FIRMWARE", fw);
+        }
         node.env("BENCH_FLOOR_BIN", target.join("release/bench-floor"))
-            .env("BENCH_HEAPSNAP", target.join("release/heapsnap"))
+            .env("BENCH_HEAPSNAP", heapsnap)
             .env("BENCH_PPROF", pprof);
     }
     step(if short {
@@ -387,6 +393,52 @@ pub fn peers(www: &Path, short: bool) -> Res {
         "heapsnap against the floor and its peers"
     });
     tools::run(&mut node)
+}
+
+/// The input name of the firmware's profile in tests/browser/bench_peers.mjs.
+const FIRMWARE_INPUT: &str = "qemu-firmware.pb.gz";
+
+/// The QEMU demo firmware's profile for the full peers run, as `cargo xtask demo` makes
+/// it: the firmware built and run in QEMU (`cargo xtask firmware`), its last snapshot
+/// converted with the ELF (`heapsnap convert --elf`) into `out/firmware-last.pb.gz`.
+/// Where the firmware cannot be built or run, the snapshots an earlier run left in
+/// `target/firmware-out` are used (said so); with none, the input is left out (`None`).
+/// Skipped when `BENCH_INPUTS` names other inputs only.
+fn firmware_profile(heapsnap: &Path, out: &Path) -> Res<Option<PathBuf>> {
+    if let Ok(only) = std::env::var("BENCH_INPUTS") {
+        if !only.split(',').any(|i| i == FIRMWARE_INPUT) {
+            return Ok(None);
+        }
+    }
+    step("the QEMU demo firmware's profile (firmware in QEMU, last snapshot converted)");
+    let snaps = match crate::firmware::build_and_run() {
+        Ok(snaps) => snaps,
+        Err(e) => {
+            let old = crate::firmware::snapshots_in(&crate::firmware::out_dir())?;
+            if old.is_empty() || !crate::firmware::elf_path().is_file() {
+                eprintln!("    the firmware did not run ({e}) and no earlier run is in {}: {FIRMWARE_INPUT} left out",
+                    crate::firmware::out_dir().display());
+                return Ok(None);
+            }
+            eprintln!(
+                "    the firmware did not run ({e}): using the snapshots of an earlier run in {}",
+                crate::firmware::out_dir().display()
+            );
+            old
+        }
+    };
+    let last = snaps.last().ok_or("the firmware wrote no snapshot")?;
+    let pb = out.join("firmware-last.pb.gz");
+    tools::run(
+        Command::new(heapsnap)
+            .arg("convert")
+            .arg("--elf")
+            .arg(crate::firmware::elf_path())
+            .arg(last)
+            .arg("-o")
+            .arg(&pb),
+    )?;
+    Ok(Some(pb))
 }
 
 /// The cargo target directory (`CARGO_TARGET_DIR` or `target/`).
