@@ -44,8 +44,9 @@ pub fn decode_compact_with_limit(
     )
 }
 
-/// [`decode_compact`] within `limits`: the bytes are scanned first, as by
-/// [`profile::decode_limited`], so the errors and limits are the same.
+/// [`decode_compact`] within `limits`: each field is scanned against them as the
+/// decoder takes it, with the scan [`profile::decode_limited`] runs over the whole
+/// input first, so the errors and limits are the same.
 pub fn decode_compact_limited(bytes: &[u8], limits: &Limits) -> Result<Profile, ProfileError> {
     decode_compact_sized(bytes, limits, bytes.len() as u64)
 }
