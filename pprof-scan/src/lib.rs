@@ -228,15 +228,8 @@ impl Groups {
         let (nv, len) = ((shape >> 32) as usize, (shape & 0xffff_ffff) as usize);
         let key = r + HEAD + nv;
         let words = &self.arena[key..key + len.div_ceil(8)];
-        // Each varint ends in the one byte of it under 0x80.
-        let count = (0..len).filter(|&i| byte(words, i) < 0x80).count();
         (
-            Ids {
-                words,
-                len,
-                pos: 0,
-                left: count,
-            },
+            Ids { words, len, pos: 0 },
             self.arena[r + HEAD..r + HEAD + nv]
                 .iter()
                 .map(|&v| v as i64),
@@ -264,12 +257,12 @@ impl Ids<'_> {
 }
 
 /// A group's location ids, decoded from its key (the varint bytes, validated when the
-/// group was made), with their exact count (so a `collect` allocates once).
+/// group was made), with their exact count (so a `collect` allocates once; counted
+/// when asked, not per group: the decoder takes the varints as they are).
 pub struct Ids<'a> {
     words: &'a [u64],
     len: usize,
     pos: usize,
-    left: usize,
 }
 
 impl Iterator for Ids<'_> {
@@ -282,7 +275,6 @@ impl Iterator for Ids<'_> {
             self.pos += 1;
             v |= u64::from(b & 0x7f).checked_shl(shift).unwrap_or(0);
             if b < 0x80 {
-                self.left = self.left.saturating_sub(1);
                 return Some(v);
             }
             shift += 7;
@@ -291,7 +283,11 @@ impl Iterator for Ids<'_> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
+        // Each varint ends in the one byte of it under 0x80.
+        let left = (self.pos..self.len)
+            .filter(|&i| byte(self.words, i) < 0x80)
+            .count();
+        (left, Some(left))
     }
 }
 

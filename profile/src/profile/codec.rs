@@ -151,46 +151,25 @@ pub fn inflate(bytes: &[u8], limit: usize) -> Result<Vec<u8>, ProfileError> {
 
 /// [`inflate`], showing `progress` everything inflated so far after each piece, so a
 /// scan can stop an amplifying stream long before the cap.
-#[cfg(feature = "gzip")]
 fn inflate_with(
     bytes: &[u8],
     limit: usize,
     progress: &mut dyn FnMut(&[u8]) -> Result<(), ProfileError>,
 ) -> Result<Vec<u8>, ProfileError> {
-    use std::io::Read;
-    const PIECE: usize = 1 << 20;
     let mut out = Vec::new();
-    let mut dec = flate2::read::MultiGzDecoder::new(bytes).take(limit as u64 + 1);
-    loop {
-        let before = out.len();
-        let n = (&mut dec)
-            .take(PIECE as u64)
-            .read_to_end(&mut out)
-            .map_err(|e| ProfileError::Gzip(e.to_string()))?;
-        if out.len() > limit {
-            return Err(ProfileError::TooLarge { limit });
-        }
-        if n == 0 {
-            return Ok(out);
-        }
-        debug_assert!(out.len() > before);
-        progress(&out)?;
-    }
+    let mut stopped = None;
+    inflate_each(bytes, limit, &mut |piece| {
+        out.extend_from_slice(piece);
+        stopped = progress(&out).err();
+        stopped.is_none()
+    })?;
+    stopped.map_or(Ok(out), Err)
 }
 
-#[cfg(not(feature = "gzip"))]
-fn inflate_with(
-    _bytes: &[u8],
-    _limit: usize,
-    _progress: &mut dyn FnMut(&[u8]) -> Result<(), ProfileError>,
-) -> Result<Vec<u8>, ProfileError> {
-    Err(ProfileError::GzipUnsupported)
-}
-
-/// Inflates a gzip stream as [`inflate`] does (the same cap, the same errors), handing
-/// each piece to `each` and keeping none: a streaming decoder's input, which then
-/// never exists whole (142 MB of a 30 MB Go heap profile). `Ok(false)` when `each`
-/// stopped it.
+/// The one inflate loop, with [`inflate`]'s cap and errors ([`inflate`] keeps what it
+/// hands out), handing each piece to `each` and keeping none: a streaming decoder's
+/// input, which then never exists whole (142 MB of a 30 MB Go heap profile).
+/// `Ok(false)` when `each` stopped it.
 #[cfg(feature = "gzip")]
 pub(crate) fn inflate_each(
     bytes: &[u8],

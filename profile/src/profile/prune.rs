@@ -73,9 +73,12 @@ impl Profile {
         }
         let lids: Vec<u64> = self.location.iter().map(|l| l.id).collect();
         let locs = IdIndex::lenient(&lids);
+        // One sample's ids, reused (a stack's varints are read forwards only).
+        let mut ids = Vec::new();
         for s in &mut self.sample {
             let mut found_user = false;
-            let ids = s.location_id.to_vec();
+            ids.clear();
+            s.location_id.append_to(&mut ids);
             for i in (0..ids.len()).rev() {
                 let m = locs.get(ids[i]).map_or(0, |k| mark[k as usize]);
                 if m == 0 {
