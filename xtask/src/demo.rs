@@ -83,13 +83,7 @@ pub fn run(args: &[String]) -> Res {
     let mut profiles = Vec::new();
     for snap in &input.snapshots {
         let pb = snap.with_extension("pb.gz");
-        let mut c = Command::new(&heapsnap);
-        c.arg("convert");
-        if let Some(elf) = &input.elf {
-            c.arg("--elf").arg(elf);
-        }
-        c.arg(snap).arg("-o").arg(&pb);
-        tools::run(&mut c)?;
+        convert(&heapsnap, input.elf.as_deref(), snap, &pb)?;
         profiles.push(pb);
     }
     let (first, last) = match (input.snapshots.first(), input.snapshots.last()) {
@@ -575,6 +569,18 @@ fn respond(
         stream.write_all(body)?;
     }
     stream.flush()
+}
+
+/// `heapsnap convert [--elf ELF] SNAPSHOT -o OUT`: a snapshot to pprof, symbolized from
+/// the ELF when there is one (the demo's conversion, and the peers benchmark's).
+pub fn convert(heapsnap: &Path, elf: Option<&Path>, snapshot: &Path, out: &Path) -> Res {
+    let mut c = Command::new(heapsnap);
+    c.arg("convert");
+    if let Some(elf) = elf {
+        c.arg("--elf").arg(elf);
+    }
+    c.arg(snapshot).arg("-o").arg(out);
+    tools::run(&mut c)
 }
 
 #[cfg(test)]

@@ -429,15 +429,7 @@ fn firmware_profile(heapsnap: &Path, out: &Path) -> Res<Option<PathBuf>> {
     };
     let last = snaps.last().ok_or("the firmware wrote no snapshot")?;
     let pb = out.join("firmware-last.pb.gz");
-    tools::run(
-        Command::new(heapsnap)
-            .arg("convert")
-            .arg("--elf")
-            .arg(crate::firmware::elf_path())
-            .arg(last)
-            .arg("-o")
-            .arg(&pb),
-    )?;
+    crate::demo::convert(heapsnap, Some(&crate::firmware::elf_path()), last, &pb)?;
     Ok(Some(pb))
 }
 
