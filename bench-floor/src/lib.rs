@@ -13,7 +13,7 @@
 /// be optimized away) and the number of samples, or `None` when `raw` is not protobuf.
 pub fn pass(raw: &[u8]) -> Option<(u64, u64)> {
     let (mut sum, mut samples) = (0u64, 0u64);
-    let (mut scratch, mut vals, mut pairs) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut scratch, mut vals, mut labels) = (Vec::new(), Vec::new(), Vec::new());
     let mut pos = 0;
     while pos < raw.len() {
         let (tag, wire, _, body) = pprof_scan::field(raw, &mut pos)?;
@@ -22,7 +22,7 @@ pub fn pass(raw: &[u8]) -> Option<(u64, u64)> {
             continue;
         }
         if tag == 2 {
-            let (locs, _) = pprof_scan::read_sample(body, &mut scratch, &mut vals, &mut pairs)?;
+            let locs = pprof_scan::read_sample(body, &mut scratch, &mut vals, &mut labels)?;
             let locs = locs.unwrap_or(&scratch);
             sum = vals
                 .iter()

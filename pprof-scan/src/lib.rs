@@ -343,21 +343,24 @@ pub fn field<'a>(raw: &'a [u8], pos: &mut usize) -> Option<(u64, u64, &'a [u8], 
     Some((tag, wire, &raw[start..end], &raw[body..end]))
 }
 
-/// Reads one `Sample` message: its values into `vals`, its string labels `(key, str)`
-/// into `pairs`, and its location ids as raw varint bytes, returned as a slice of `b`
-/// when they are one field (the usual packed case), else concatenated into `scratch`
-/// (returned as `None`). Also returns the largest string index its labels refer to (all
-/// must be in the table, as validation requires). `None` when malformed.
+/// One label of a sample as written: `[key, str, num, num_unit]` (string-table
+/// indices but `num`), not yet checked against the table.
+pub type RawLabel = [i64; 4];
+
+/// Reads one `Sample` message: its values into `vals`, its labels into `labels`, and
+/// its location ids as raw varint bytes, returned as a slice of `b` when they are one
+/// field (the usual packed case), else concatenated into `scratch` (returned as
+/// `None`). `None` when malformed. The one sample reader of both of heapsnap's pprof
+/// decoders (the whole-file one and the viewer's merging one).
 #[inline(never)] // called per sample: see `Groups::add`
 pub fn read_sample<'a>(
     b: &'a [u8],
     scratch: &mut Vec<u8>,
     vals: &mut Vec<i64>,
-    pairs: &mut Vec<(i64, i64)>,
-) -> Option<(Option<&'a [u8]>, i64)> {
+    labels: &mut Vec<RawLabel>,
+) -> Option<Option<&'a [u8]>> {
     vals.clear();
-    pairs.clear();
-    let mut max_str = 0i64;
+    labels.clear();
     // Location fields seen: 0, 1 (in `one`), or more (concatenated in `scratch`).
     let mut one: Option<&'a [u8]> = None;
     let mut many = false;
@@ -387,31 +390,18 @@ pub fn read_sample<'a>(
                 }
             }
             (3, 2) => {
-                let (mut key, mut str) = (0i64, 0i64);
+                let mut label = [0i64; 4];
                 let mut p = 0;
                 while p < body.len() {
                     let (t, w, _, v) = field(body, &mut p)?;
-                    if (1..=4).contains(&t) {
+                    if let Some(slot) = label.get_mut((t as usize).wrapping_sub(1)) {
                         if w != 0 {
                             return None;
                         }
-                        let x = varint(v, &mut 0)? as i64;
-                        if t != 3 {
-                            if x < 0 {
-                                return None;
-                            }
-                            max_str = max_str.max(x);
-                        }
-                        match t {
-                            1 => key = x,
-                            2 => str = x,
-                            _ => {}
-                        }
+                        *slot = varint(v, &mut 0)? as i64;
                     }
                 }
-                if str != 0 {
-                    pairs.push((key, str));
-                }
+                labels.push(label);
             }
             (1..=3, _) => return None,
             _ => {} // unknown field: skipped, as protobuf requires
@@ -423,7 +413,7 @@ pub fn read_sample<'a>(
             one = Some(&[]);
         }
     }
-    Some((if many { None } else { one }, max_str))
+    Some(if many { None } else { one })
 }
 
 /// Bytes that cannot be a protobuf field (the caller falls back to a full decoder

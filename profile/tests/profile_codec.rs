@@ -308,3 +308,89 @@ fn limits_name_the_limit_count_and_field() {
         );
     }
 }
+
+/// The library's decoders read samples with their own reader (`pprof_scan`, shared by
+/// the whole-file and the viewer's merging decoder) and everything else field by
+/// field: on every encoding protobuf allows (values and ids unpacked or split over
+/// fields, fields in any order, unknown fields, top-level fields interleaved), they
+/// must read what prost's derived decoder reads.
+#[test]
+fn decoders_read_every_encoding_as_prost_does() {
+    use prost::encoding::{encode_key, encode_varint, WireType};
+    fn varint_field(tag: u32, v: u64, out: &mut Vec<u8>) {
+        encode_key(tag, WireType::Varint, out);
+        encode_varint(v, out);
+    }
+    fn bytes_field(tag: u32, body: &[u8], out: &mut Vec<u8>) {
+        encode_key(tag, WireType::LengthDelimited, out);
+        encode_varint(body.len() as u64, out);
+        out.extend_from_slice(body);
+    }
+    let p = sample_profile();
+    let mut raw = Vec::new();
+    // The tables, each field on its own, with samples interleaved among them.
+    let tables = {
+        let mut t = p.clone();
+        t.sample.clear();
+        t.encode_to_vec()
+    };
+    let mut pos = 0;
+    let mut fields = Vec::new();
+    while pos < tables.len() {
+        let start = pos;
+        let key = prost::encoding::decode_varint(&mut &tables[pos..]).unwrap();
+        pos += prost::encoding::encoded_len_varint(key);
+        pos += match key & 7 {
+            0 => {
+                let v = prost::encoding::decode_varint(&mut &tables[pos..]).unwrap();
+                prost::encoding::encoded_len_varint(v)
+            }
+            2 => {
+                let n = prost::encoding::decode_varint(&mut &tables[pos..]).unwrap();
+                prost::encoding::encoded_len_varint(n) + n as usize
+            }
+            w => panic!("wire type {w} in a profile"),
+        };
+        fields.push(&tables[start..pos]);
+    }
+    for (i, s) in p.sample.iter().enumerate() {
+        let mut body = Vec::new();
+        // Labels first, one with an unknown field; then an unknown field.
+        for l in &s.label {
+            let mut lb = Vec::new();
+            varint_field(4, l.num_unit as u64, &mut lb);
+            varint_field(9, 77, &mut lb);
+            varint_field(1, l.key as u64, &mut lb);
+            varint_field(3, l.num as u64, &mut lb);
+            bytes_field(3, &lb, &mut body);
+        }
+        bytes_field(15, b"skip me", &mut body);
+        // Values unpacked; ids split: the first unpacked, the rest packed.
+        for &v in &s.value {
+            varint_field(2, v as u64, &mut body);
+        }
+        let ids = s.location_id.to_vec();
+        varint_field(1, ids[0], &mut body);
+        let mut packed = Vec::new();
+        for &id in &ids[1..] {
+            encode_varint(id, &mut packed);
+        }
+        bytes_field(1, &packed, &mut body);
+        raw.extend_from_slice(fields[i.min(fields.len() - 1)]);
+        bytes_field(2, &body, &mut raw);
+    }
+    for f in &fields[p.sample.len().min(fields.len())..] {
+        raw.extend_from_slice(f);
+    }
+    let by_prost = Profile::decode(raw.as_slice()).unwrap();
+    assert_eq!(by_prost.sample.len(), p.sample.len());
+    assert_eq!(profile::decode(&raw).unwrap(), by_prost);
+    // The merging decoder drops numeric labels and may reorder nothing here (each
+    // stack once): its samples are prost's without them.
+    let merged = heapsnap_profile::analysis::decode_compact(&raw).unwrap();
+    let mut want = by_prost.clone();
+    for s in &mut want.sample {
+        s.label.retain(|l| l.str != 0);
+    }
+    assert_eq!(merged, want);
+}

@@ -11,17 +11,18 @@
 //! percentages are computed) needs; samples whose values differ in sign stay apart
 //! (pprof's total sums absolute values).
 //!
-//! Only the `Sample` messages are read by hand (into reused buffers, looked up by
-//! slice, so a repeated stack costs no allocation); everything else goes through prost.
-//! Anything unusual makes the streaming decoder give up (`None`), and
+//! Fields are read as the whole-file decoder reads them (`profile::read`): a `Sample`
+//! into reused buffers, looked up by slice, so a repeated stack costs no allocation;
+//! every other field merged by prost as it arrives. Anything unusual makes the streaming decoder give up (`None`), and
 //! [`decode_compact`] then runs prost's full decoder and validation for the error
 //! message, with the file's own sample indices.
 
 use super::index::FxMap;
 use crate::limits::{Budget, Limits};
-use crate::profile::{self, Label, Profile, ProfileError, Sample, Scan, Stack, DIFF_BASE_LABEL};
-use pprof_scan::{field, field_len, read_sample, Groups};
-use prost::Message;
+use crate::profile::{
+    self, Label, Profile, ProfileError, Sample, SampleReader, Scan, Stack, DIFF_BASE_LABEL, SAMPLE,
+};
+use pprof_scan::{field, field_len, Groups};
 
 /// Decodes pprof bytes (gzipped or raw) into a validated profile whose samples are
 /// merged by (stack, diff-base label), within the default [`Limits`]. Same errors as
@@ -84,8 +85,7 @@ pub fn decode_compact_sized(
         // where (the input scanned, inflated and read again: only for a bad file or an
         // unusual encoding of a good one).
         Err(None) => {
-            let raw = profile::scanned_as(bytes, limits, input_len)?;
-            let p = Profile::decode(profile::lossy_strings(&raw).as_ref())?;
+            let p = profile::read_whole(&profile::scanned_as(bytes, limits, input_len)?)?;
             p.check_valid()?;
             Ok(p)
         }
@@ -110,13 +110,11 @@ pub struct CompactDecoder {
     offset: usize,
     /// The start of a top-level field that continues in the next piece.
     carry: Vec<u8>,
-    /// Every top-level field but samples, for prost.
-    rest: Vec<u8>,
+    /// The profile: every top-level field but samples, merged as it arrives.
+    p: Profile,
     groups: Groups,
-    /// Reused per sample: its location bytes (when in several fields), values, string
-    /// labels.
-    scratch: Vec<u8>,
-    vals: Vec<i64>,
+    samples: SampleReader,
+    /// Reused per sample: its string labels.
     pairs: Vec<(i64, i64)>,
     /// Distinct sets of string labels `(key, str)`; id 0 is "none".
     label_sets: Vec<Vec<(i64, i64)>>,
@@ -153,10 +151,9 @@ impl CompactDecoder {
             scan: Scan::new(Budget::new(limits, input_len), false),
             offset: 0,
             carry: Vec::new(),
-            rest: Vec::new(),
+            p: Profile::default(),
             groups: Groups::default(),
-            scratch: Vec::new(),
-            vals: Vec::new(),
+            samples: SampleReader::default(),
             pairs: Vec::new(),
             label_sets: vec![Vec::new()],
             label_ids: FxMap::default(),
@@ -252,7 +249,8 @@ impl CompactDecoder {
         true
     }
 
-    /// One whole top-level field: a sample is merged, anything else kept for prost.
+    /// One whole top-level field: a sample is summed into its group, anything else
+    /// merged into the profile.
     /// `false` (and the decoder stopped) when it cannot be used.
     fn field(&mut self, whole: &[u8]) -> bool {
         let used = self.use_field(whole);
@@ -269,16 +267,24 @@ impl CompactDecoder {
         let Some((tag, wire, _, body)) = field(whole, &mut pos) else {
             return false;
         };
-        if tag != 2 || wire != 2 {
-            self.rest.extend_from_slice(&profile::lossy_strings(whole));
-            return true;
+        if (tag, wire) != (SAMPLE, 2) {
+            return profile::merge_field(&mut self.p, whole).is_ok();
         }
-        let Some((locs, max_str)) =
-            read_sample(body, &mut self.scratch, &mut self.vals, &mut self.pairs)
-        else {
+        let Some(sample) = self.samples.read(body) else {
             return false;
         };
-        self.max_label_str = self.max_label_str.max(max_str);
+        // String labels only (numeric ones dropped: see the module docs), each string
+        // in the table (checked at the end), as validation requires.
+        self.pairs.clear();
+        for &[key, str, _, num_unit] in sample.labels {
+            if key.min(str).min(num_unit) < 0 {
+                return false;
+            }
+            self.max_label_str = self.max_label_str.max(key).max(str).max(num_unit);
+            if str != 0 {
+                self.pairs.push((key, str));
+            }
+        }
         let set = if self.pairs.is_empty() {
             0
         } else {
@@ -295,8 +301,7 @@ impl CompactDecoder {
                 id
             }
         };
-        let locs = locs.unwrap_or(&self.scratch);
-        self.groups.add(locs, &self.vals, set).is_some()
+        self.groups.add(sample.locs, sample.vals, set).is_some()
     }
 
     /// The merged, validated profile. `Err(Some(e))`: what the scan found wrong (the
@@ -319,8 +324,7 @@ impl CompactDecoder {
         }
         let mut g = self.groups;
         g.flush().ok_or(None)?;
-        let mut p = Profile::decode(self.rest.as_slice()).map_err(|_| None)?;
-        drop(self.rest);
+        let mut p = self.p;
         // (The samples are all in the groups.)
         p.sample = Vec::with_capacity(g.len());
         if self.max_label_str >= p.string_table.len() as i64 {

@@ -9,6 +9,7 @@ mod ids;
 mod merge;
 pub mod proto;
 mod prune;
+mod read;
 mod scan;
 mod validate;
 
@@ -24,6 +25,7 @@ pub use error::{Invalid, ProfileError};
 pub(crate) use ids::{IdIndex, IdProblem};
 pub use merge::{diff, merge, Merger, DIFF_BASE_LABEL};
 pub use proto::*;
+pub(crate) use read::{merge_field, read_whole, SampleReader, SAMPLE};
 pub(crate) use scan::Scan;
 
 /// Prefix of the comment in which a heapsnap conversion carries the snapshot's exact

@@ -134,6 +134,8 @@ impl Stack {
 
     /// A stack from valid packed varints (a decoder's bytes): kept as they are when
     /// canonical (what every writer we know sends), else decoded and written again.
+    /// (Inlined natively, where it runs per sample; one copy in the wasm.)
+    #[cfg_attr(not(target_arch = "wasm32"), inline)]
     pub(crate) fn from_varints(bytes: &[u8]) -> Stack {
         // Canonical: no varint longer than one byte ends in a zero byte.
         let mut long = false;
