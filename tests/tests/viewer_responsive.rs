@@ -80,6 +80,12 @@ fn a_big_profile_loads_while_the_page_keeps_answering() {
             );
         }
         assert!(f["error"].is_null(), "{name}: {}", f["error"]);
+        // A big gzipped file is inflated off the main thread, in www/inflate-worker.js.
+        assert_eq!(
+            at("inflate-worker").is_nan(),
+            !name.ends_with(".gz"),
+            "{name}: the inflate worker must run for the gzipped file, and only for it"
+        );
         assert!(
             f["pixels"].as_u64().unwrap_or(0) > 1000,
             "{name}: the flame graph was not painted"

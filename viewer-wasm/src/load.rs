@@ -504,11 +504,14 @@ extern "C" {
 
 // The inflated bytes of a gzipped Blob, as a stream fed by www/inflate-worker.js (the
 // page's own origin, as the Content-Security-Policy requires), so the page decodes
-// piece n while the worker inflates piece n+1 on another core. When the worker cannot
+// piece n while the worker inflates piece n+1 on another core (a small file is inflated
+// on this thread: the worker's start would cost more). When the worker cannot
 // run (it fails before its first byte: a page opened from file://, a blocked script),
 // the browser's DecompressionStream inflates on this thread instead. Throws when this
 // browser has no DecompressionStream; the stream errors if the gzip is corrupt.
 #[wasm_bindgen::prelude::wasm_bindgen(inline_js = r#"
+// Below this many gzipped bytes (a few MB inflated, a few ms of inflating) no worker.
+const SMALL_GZIP = 256 << 10;
 export function inflate(blob) {
   if (typeof DecompressionStream === 'undefined') {
     throw new Error('this browser cannot inflate gzip (no DecompressionStream); gunzip the profile and open that');
@@ -528,7 +531,13 @@ export function inflate(blob) {
           controller.close();
         } catch (err) { controller.error(err); }
       };
+      // A small file is inflated here: starting a worker (its script fetched, a
+      // thread started) takes longer than inflating it, and there is no piece n+1
+      // worth overlapping with.
+      if (blob.size < SMALL_GZIP) { here(); return; }
       try { worker = new Worker('inflate-worker.js'); } catch (_) { here(); return; }
+      // For the tests: a big file takes the worker.
+      performance.mark('heapsnap:inflate-worker');
       worker.onmessage = (e) => {
         const m = e.data;
         started = true;
