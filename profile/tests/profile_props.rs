@@ -1,6 +1,7 @@
 //! Property tests of the profile operations over random profiles: the codec round trip
 //! is exact, `diff` is NEW − BASE per stack whatever the inputs (pprof's `-diff_base`
-//! arithmetic), folded output keeps every value, and unsampling is monotone and never
+//! arithmetic), folded output keeps every value, a flame node's path is its chain of
+//! parents, and unsampling is monotone and never
 //! below the sampled value.
 
 use heapsnap_profile::export::folded;
@@ -95,6 +96,22 @@ proptest! {
         }
         want.retain(|_, v| *v != (0, 0));
         prop_assert_eq!(per_stack(&d), want);
+    }
+
+    #[test]
+    fn flame_path_is_the_chain_of_nearest_parents(s in samples()) {
+        let p = build(&s);
+        let ix = heapsnap_profile::analysis::Index::new(&p);
+        let f = ix.flame(0, &heapsnap_profile::analysis::Filter::none());
+        for i in 0..f.nodes.len() {
+            // The definition: a node's parent is the nearest earlier node one level up.
+            let d = f.nodes[i].depth;
+            let parent = (0..i).rev().find(|&j| f.nodes[j].depth + 1 == d);
+            prop_assert_eq!(f.parent(i), parent);
+            let path = f.path(i);
+            prop_assert_eq!(path.len(), d as usize + 1);
+            prop_assert_eq!(path.last(), Some(&i));
+        }
     }
 
     #[test]

@@ -40,22 +40,32 @@ impl FlameTree {
         v
     }
 
-    /// Index of the parent of node `i` (None for the root): the nearest earlier node
-    /// one level up.
+    /// Index of the parent of node `i` (None for the root).
     pub fn parent(&self, i: usize) -> Option<usize> {
-        let d = self.nodes.get(i)?.depth;
-        (0..i).rev().find(|&j| self.nodes[j].depth + 1 == d)
+        let p = self.path(i);
+        p.len().checked_sub(2).map(|k| p[k])
     }
 
-    /// The path from the root to node `i` (inclusive), for breadcrumbs.
+    /// The path from the root to node `i` (inclusive), for breadcrumbs (drawn on every
+    /// hover). Found from the root down, each child's subtree before the one holding
+    /// `i` skipped whole: the siblings on the way are visited, not every node before
+    /// `i` (a scan back to the parent crossed up to the whole tree, milliseconds per
+    /// hover on a million-node graph). Just `[i]` for a node not in the tree.
     pub fn path(&self, i: usize) -> Vec<usize> {
-        let mut p = vec![i];
-        let mut cur = i;
-        while let Some(q) = self.parent(cur) {
-            p.push(q);
-            cur = q;
+        let mut p = vec![0];
+        if i >= self.nodes.len() {
+            return vec![i];
         }
-        p.reverse();
+        let mut cur = 0;
+        while cur != i {
+            // The child of `cur` whose subtree holds `i`.
+            let mut c = cur + 1;
+            while c < i && self.nodes[c].end as usize <= i {
+                c = (self.nodes[c].end as usize).max(c + 1);
+            }
+            p.push(c);
+            cur = c;
+        }
         p
     }
 

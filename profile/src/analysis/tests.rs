@@ -186,6 +186,14 @@ fn flame_tree_merges_paths_root_first_and_marks_inlined_frames() {
     assert_eq!(f.nodes[5].end, 7);
     assert_eq!(f.path(4), vec![0, 1, 2, 3, 4]);
     assert_eq!(f.path(8), vec![0, 1, 7, 8]);
+    // Found from the root down: the same as the nearest earlier node one level up.
+    for i in 0..f.nodes.len() {
+        let d = f.nodes[i].depth;
+        let naive = (0..i).rev().find(|&j| f.nodes[j].depth + 1 == d);
+        assert_eq!(f.parent(i), naive, "parent of node {i}");
+    }
+    assert_eq!(f.path(0), vec![0]);
+    assert_eq!(f.path(99), vec![99], "a node not in the tree");
     assert_eq!(f.find_path(&["main", "b", "c"]), Some(6));
     assert_eq!(f.find_path(&["main", "zzz"]), None);
     assert!(!f.diff);

@@ -399,10 +399,12 @@ fn draw(c: &HtmlCanvasElement, tree: &FlameTree, zoom: usize, search: Option<&Ma
             for p in strip[a..z].chunks_exact_mut(4) {
                 p.copy_from_slice(&rgba);
             }
-            // The other pixel lines are copies of the first.
-            for y in 1..h {
-                strip.copy_within(a..z, y * stride + a);
-            }
+        }
+        // The other pixel lines are copies of the first, the row's frames and the gaps
+        // between them (cleared) in one copy a line: per frame, thousands of thin
+        // frames made tens of thousands of tiny copies.
+        for y in 1..h {
+            strip.copy_within(0..stride, y * stride);
         }
         if let Ok(img) =
             web_sys::ImageData::new_with_u8_clamped_array_and_sh(Clamped(&strip), dev_w, h as u32)
