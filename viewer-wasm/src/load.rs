@@ -228,10 +228,11 @@ async fn prepare(profile: Rc<Profile>) -> Ready {
 /// clock (a millisecond or so).
 const STEP: usize = 1024;
 
-/// Runs `step` until it says it is done, in a task of its own, the page getting a turn
-/// every [`YIELD_MS`].
+/// Runs `step` until it says it is done, the page getting a turn every [`YIELD_MS`]
+/// (the first after that long too: a small profile is shown without giving the page a
+/// turn, and a frame, before each of its three stages).
 async fn in_slices(step: &mut dyn FnMut() -> bool) {
-    let mut since = 0.0;
+    let mut since = js_sys::Date::now();
     loop {
         breathe(&mut since).await;
         if step() {

@@ -13,7 +13,9 @@
 //!
 //! Fields are read as the whole-file decoder reads them (`profile::read`): a `Sample`
 //! into reused buffers, looked up by slice, so a repeated stack costs no allocation;
-//! every other field merged by prost as it arrives. Anything unusual makes the streaming decoder give up (`None`), and
+//! every other field merged by prost, once the stream has ended (until then its bytes
+//! are kept as they came, so a file of millions of empty locations is refused by the
+//! entry budget before a single `Location` is made). Anything unusual makes the streaming decoder give up (`None`), and
 //! [`decode_compact`] then runs prost's full decoder and validation for the error
 //! message, with the file's own sample indices.
 
@@ -110,8 +112,11 @@ pub struct CompactDecoder {
     offset: usize,
     /// The start of a top-level field that continues in the next piece.
     carry: Vec<u8>,
-    /// The profile: every top-level field but samples, merged as it arrives.
-    p: Profile,
+    /// Every top-level field but samples, as it came, for prost at the end: held as
+    /// bytes (2 for an empty location) rather than structs (56), so that the entry
+    /// budget, counted as the fields arrive, stops an amplifying file before it
+    /// costs memory.
+    rest: Vec<u8>,
     groups: Groups,
     samples: SampleReader,
     /// Reused per sample: its string labels.
@@ -151,7 +156,7 @@ impl CompactDecoder {
             scan: Scan::new(Budget::new(limits, input_len), false),
             offset: 0,
             carry: Vec::new(),
-            p: Profile::default(),
+            rest: Vec::new(),
             groups: Groups::default(),
             samples: SampleReader::default(),
             pairs: Vec::new(),
@@ -268,7 +273,8 @@ impl CompactDecoder {
             return false;
         };
         if (tag, wire) != (SAMPLE, 2) {
-            return profile::merge_field(&mut self.p, whole).is_ok();
+            self.rest.extend_from_slice(whole);
+            return true;
         }
         let Some(sample) = self.samples.read(body) else {
             return false;
@@ -324,7 +330,9 @@ impl CompactDecoder {
         }
         let mut g = self.groups;
         g.flush().ok_or(None)?;
-        let mut p = self.p;
+        let mut p = Profile::default();
+        profile::merge_field(&mut p, &self.rest).map_err(|_| None)?;
+        drop(self.rest);
         // (The samples are all in the groups.)
         p.sample = Vec::with_capacity(g.len());
         if self.max_label_str >= p.string_table.len() as i64 {

@@ -4,16 +4,18 @@
 //! top-level field at a time: a `Sample` is read by [`pprof_scan::read_sample`] into
 //! reused buffers (the merging decoder then sums it into its group, the whole-file
 //! one keeps it), and every other field is merged into the profile by prost, its
-//! strings made UTF-8 as pprof shows them ([`super::lossy_strings`]).
+//! strings made UTF-8 as pprof shows them ([`super::lossy_strings`]): by the
+//! whole-file decoder as it reads them, by the merging one from its buffer of them
+//! once the stream has ended.
 
 use super::{lossy_strings, Label, Profile, ProfileError, Sample, Stack};
 
 /// The top-level field number of `Profile.sample`.
 pub(crate) const SAMPLE: u64 = 2;
 
-/// Merges one whole top-level field other than a sample into `p`, as prost reads it
-/// (repeated fields append, scalars replace, so field by field is the same as all
-/// at once).
+/// Merges whole top-level fields other than samples (one, or a run of them) into
+/// `p`, as prost reads them (repeated fields append, scalars replace, so field by
+/// field is the same as all at once).
 pub(crate) fn merge_field(p: &mut Profile, whole: &[u8]) -> Result<(), prost::DecodeError> {
     prost::Message::merge(p, lossy_strings(whole).as_ref())
 }
