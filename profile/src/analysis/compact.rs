@@ -13,11 +13,11 @@
 //!
 //! Fields are read as the whole-file decoder reads them (`profile::read`): a `Sample`
 //! into reused buffers, looked up by slice, so a repeated stack costs no allocation;
-//! every other field merged by prost, once the stream has ended (until then its bytes
+//! every other field merged by prost once the stream has ended (until then its bytes
 //! are kept as they came, so a file of millions of empty locations is refused by the
-//! entry budget before a single `Location` is made). Anything unusual makes the streaming decoder give up (`None`), and
-//! [`decode_compact`] then runs prost's full decoder and validation for the error
-//! message, with the file's own sample indices.
+//! entry budget before a single `Location` is made). Anything unusual makes the
+//! streaming decoder give up (`None`), and [`decode_compact`] then runs the whole-file
+//! decoder and validation for the error message, with the file's own sample indices.
 
 use super::index::FxMap;
 use crate::limits::{Budget, Limits};
@@ -255,8 +255,7 @@ impl CompactDecoder {
     }
 
     /// One whole top-level field: a sample is summed into its group, anything else
-    /// merged into the profile.
-    /// `false` (and the decoder stopped) when it cannot be used.
+    /// kept for the end. `false` (and the decoder stopped) when it cannot be used.
     fn field(&mut self, whole: &[u8]) -> bool {
         let used = self.use_field(whole);
         self.failed |= !used;
