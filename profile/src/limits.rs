@@ -167,7 +167,7 @@ pub struct LimitError {
     pub detail: String,
     /// The count reached (more than `limit`).
     pub count: u64,
-    /// Where in the input, e.g. "byte 1234 (sample[3].location_id)".
+    /// Where in the input, e.g. `byte 1234 (sample[3].location_id)`.
     pub at: String,
 }
 
