@@ -3,7 +3,7 @@
 //! waited for the lock and held it. On a host the lock is `critical-section`'s one
 //! process-wide mutex, so a long hold stalls every other thread's slow path; this is
 //! what `bench-peers --lock-stats` reports. Costs two clock reads per slow-path critical
-//! section (none on the not-sampled paths); without the feature [`with`] is
+//! section (none on the not-sampled paths); without the feature `with` is
 //! `critical_section::with` itself.
 
 #[cfg(feature = "lock-stats")]

@@ -7,7 +7,7 @@
 //! sampled and a fresh gap is drawn. A big object is therefore sampled with probability
 //! `1 - exp(-size/rate)`, which the host undoes per bucket.
 //!
-//! The not-sampled path ([`Countdown::take`]) is a load, a subtract, a store and a
+//! The not-sampled path (`Countdown::take`) is a load, a subtract, a store and a
 //! branch: no lock, no read-modify-write atomic, so it also works on thumbv6m (no CAS).
 #![deny(
     clippy::panic,

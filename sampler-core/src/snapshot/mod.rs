@@ -7,11 +7,11 @@
 //! pinned by the golden tests in `tests/snapshot_golden.rs`.
 //!
 //! Encoding is `no_std`, allocation-free and streaming: fields go straight from the
-//! source's tables into a postcard [`Flavor`](postcard::ser_flavors::Flavor) (a caller's
+//! source's tables into a postcard [`Flavor`] (a caller's
 //! `&mut [u8]`, a UART, semihosting, a flash page), with the CRC computed on the way
 //! and optional COBS framing ([`CobsFlavor`]) for serial links.
 //!
-//! Decoding (feature `decode`, implied by `std`) lives in [`decode`](self::decode) / [`decode_frames`].
+//! Decoding (feature `decode`, implied by `std`) lives in [`decode`] / [`decode_frames`].
 
 mod cobs;
 mod crc;
