@@ -71,6 +71,10 @@ pub fn decode_compact_sized(
     let mut d = CompactDecoder::with_limits(limits, input_len);
     if profile::is_gzip(bytes) {
         d = d.inflated();
+        // (Natively the inflating runs on a thread beside the decoding.)
+        #[cfg(feature = "gzip")]
+        profile::inflate_beside(bytes, limits.inflated_cap(), &mut |piece| d.feed(piece))?;
+        #[cfg(not(feature = "gzip"))]
         profile::inflate_each(bytes, limits.inflated_cap(), &mut |piece| d.feed(piece))?;
     } else {
         // Fed in pieces, as a stream would be (see the crate docs on wasm).

@@ -174,6 +174,44 @@ pub(crate) fn inflate_each(
     }
 }
 
+/// [`inflate_each`] on a thread of its own and `each` on this one, each piece handed
+/// over as it is made, so that inflating (a tenth of `heapsnap top` on a 30 MB Go heap
+/// profile) overlaps decoding on a second core. Its answer is `inflate_each`'s: when
+/// `each` stops, that stands, as it would have stopped the inflating there (a piece
+/// the thread inflated ahead, maybe into a corrupt stretch, is not reported). Where no
+/// thread can start, the same loop runs here.
+#[cfg(feature = "gzip")]
+pub(crate) fn inflate_beside(
+    bytes: &[u8],
+    limit: usize,
+    each: &mut dyn FnMut(&[u8]) -> bool,
+) -> Result<bool, ProfileError> {
+    std::thread::scope(|s| {
+        // Two pieces in flight at most (1 MiB each): the inflater waits for the decoder.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
+        let inflater = std::thread::Builder::new()
+            .name("heapsnap inflate".into())
+            .spawn_scoped(s, move || {
+                inflate_each(bytes, limit, &mut |piece| tx.send(piece.to_vec()).is_ok())
+            });
+        let Ok(inflater) = inflater else {
+            return inflate_each(bytes, limit, each);
+        };
+        // Ends when the inflater does (its sender dropped), or at `each`'s word.
+        let stopped = rx.iter().any(|piece| !each(&piece));
+        // A stopped receiver fails the inflater's next send: it stops there.
+        drop(rx);
+        let inflated = inflater
+            .join()
+            .unwrap_or_else(|_| Err(ProfileError::Gzip("the inflating thread failed".into())));
+        if stopped {
+            Ok(false)
+        } else {
+            inflated
+        }
+    })
+}
+
 #[cfg(not(feature = "gzip"))]
 pub(crate) fn inflate_each(
     _bytes: &[u8],

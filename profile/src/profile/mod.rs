@@ -14,13 +14,17 @@ mod scan;
 mod validate;
 
 pub use builder::{Builder, MappingFlags};
+#[cfg(feature = "gzip")]
+pub(crate) use codec::inflate_beside;
+#[cfg(not(feature = "gzip"))]
+pub(crate) use codec::inflate_each;
 pub(crate) use codec::lossy_strings;
+pub(crate) use codec::scanned_as;
 pub use codec::{
     decode, decode_limited, decode_with_limit, inflate, is_gzip, DEFAULT_MAX_INFLATED,
 };
 #[cfg(feature = "gzip")]
 pub use codec::{encode, encode_to};
-pub(crate) use codec::{inflate_each, scanned_as};
 pub use error::{Invalid, ProfileError};
 pub(crate) use ids::{IdIndex, IdProblem};
 pub use merge::{diff, merge, Merger, DIFF_BASE_LABEL};
