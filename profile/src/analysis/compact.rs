@@ -375,10 +375,13 @@ pub struct Finishing {
 }
 
 impl Finishing {
-    /// Builds the next `n` merged samples (at most): true when all are built.
+    /// Builds the next `n` merged samples (at most): true when all are built. From the
+    /// last group back, each slice's groups dropped once built (see
+    /// [`Groups::truncate`]); [`Finishing::finish`] puts the samples in order.
     pub fn step(&mut self, n: usize) -> bool {
-        let (from, len) = (self.p.sample.len(), self.g.len());
-        for k in from..len.min(from.saturating_add(n)) {
+        let left = self.g.len();
+        let stop = left.saturating_sub(n);
+        for k in (stop..left).rev() {
             let (ids, vals, set) = self.g.group(k);
             // The key's varints as they are (a `Stack` is varints too), through one
             // buffer, so that the stack is sized exactly.
@@ -398,14 +401,18 @@ impl Finishing {
                 },
             });
         }
-        self.p.sample.len() == len
+        self.g.truncate(stop);
+        stop == 0
     }
 
     /// The merged, validated profile, with the samples not yet built built in one go
     /// (errors as [`CompactDecoder::finish`]).
     pub fn finish(mut self) -> Result<Profile, Option<ProfileError>> {
-        self.step(usize::MAX);
+        // In slices too, so that the groups' memory goes as the samples' comes.
+        while !self.step(1 << 16) {}
         drop(self.g);
+        // Built from the last group back: in the file's order again.
+        self.p.sample.reverse();
         // Invalid: the full decode reports it with the file's own sample indices.
         self.p.check_valid().map_err(|_| None)?;
         Ok(self.p)

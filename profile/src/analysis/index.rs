@@ -1,7 +1,7 @@
 //! The index every analysis runs over: locations expanded once into frames with
 //! function-level node ids, so top, flame and source are single passes over samples.
 
-use crate::profile::{IdIndex, Profile, DIFF_BASE_LABEL};
+use crate::profile::{push_varint, IdIndex, Profile, StackIds, DIFF_BASE_LABEL};
 use std::rc::Rc;
 
 /// A hash map with FxHash: keys here are ids and packed ids, SipHash would dominate.
@@ -40,8 +40,10 @@ pub struct Index<'p> {
     /// order every analysis walks, computed once. The only per-sample copy of the
     /// stacks: a location's frames are contiguous in `frames`, so the filters that ask
     /// about locations read them from here too (on a profile of 3 million distinct
-    /// stacks, a location copy was 0.3 GB more).
-    stack_frames: Vec<u32>,
+    /// stacks, a location copy was 0.3 GB more). Held as varints, 1–2 bytes a frame
+    /// where a `u32` took 4 (that profile's 79 million frames: 315 MB as `u32`s).
+    stack_frames: Vec<u8>,
+    /// Per sample: where its frames are in `stack_frames` (byte offset, length).
     frame_ranges: Vec<(u32, u32)>,
     /// Per sample: labelled as a diff base (`pprof::base=true`).
     base: Vec<bool>,
@@ -99,6 +101,10 @@ pub struct IndexBuild<'p> {
     loc_pos: IdIndex,
     /// One sample's location indices (leaf first), reused from sample to sample.
     locs: Vec<u32>,
+    /// Per location (by index): its frames outermost first as `stack_frames` holds
+    /// them, varints, so a sample's are its locations' copied; and where each is.
+    loc_bytes: Vec<u8>,
+    loc_bytes_at: Vec<(u32, u32)>,
     /// The diff-base label's key and value strings, if the profile has them.
     base_label: Option<(i64, i64)>,
     next: usize,
@@ -161,6 +167,15 @@ impl<'p> IndexBuild<'p> {
             loc_frames.push((start, frames.len() as u32 - start));
         }
         let loc_pos = positions(profile.location.iter().map(|l| l.id).collect());
+        let mut loc_bytes = Vec::new();
+        let mut loc_bytes_at = Vec::with_capacity(loc_frames.len());
+        for &(fs, n) in &loc_frames {
+            let start = loc_bytes.len() as u32;
+            for f in (fs..fs + n).rev() {
+                push_varint(&mut loc_bytes, u64::from(f));
+            }
+            loc_bytes_at.push((start, loc_bytes.len() as u32 - start));
+        }
         let base_label =
             find_str(profile, DIFF_BASE_LABEL.0).zip(find_str(profile, DIFF_BASE_LABEL.1));
         let n = profile.sample.len();
@@ -177,6 +192,8 @@ impl<'p> IndexBuild<'p> {
             },
             loc_pos,
             locs: Vec::new(),
+            loc_bytes,
+            loc_bytes_at,
             base_label,
             next: 0,
         }
@@ -194,13 +211,13 @@ impl<'p> IndexBuild<'p> {
             // the flattened array is sized exactly, where doubling left up to half of
             // it unused (on a profile of 3 million distinct stacks, 512 MiB). Sliced
             // builds (the viewer's) grow as they go.
-            let frames: usize = samples
+            let bytes: usize = samples
                 .iter()
                 .flat_map(|s| s.location_id.iter())
                 .filter_map(|id| self.loc_pos.get(id))
-                .map(|l| ix.loc_frames[l as usize].1 as usize)
+                .map(|l| self.loc_bytes_at[l as usize].1 as usize)
                 .sum();
-            ix.stack_frames.reserve_exact(frames);
+            ix.stack_frames.reserve_exact(bytes);
         }
         // An index loop: the iterator chain clippy prefers costs 0.2 KiB of bundle.
         #[allow(clippy::needless_range_loop)]
@@ -210,7 +227,12 @@ impl<'p> IndexBuild<'p> {
             self.loc_pos.extend(&mut self.locs, &s.location_id);
             ix.base.push(matches!(self.base_label, Some((k, v)) if s.label.iter().any(|l| l.key == k && l.str == v)));
             let fstart = ix.stack_frames.len() as u32;
-            push_frames(&mut ix.stack_frames, &self.locs, &ix.loc_frames);
+            push_frames(
+                &mut ix.stack_frames,
+                &self.locs,
+                &self.loc_bytes,
+                &self.loc_bytes_at,
+            );
             ix.frame_ranges
                 .push((fstart, ix.stack_frames.len() as u32 - fstart));
         }
@@ -249,15 +271,13 @@ impl<'p> Index<'p> {
     /// Frames of sample `i` from the root down to the leaf (the order a call tree
     /// reads), each location's outermost line first.
     pub fn root_first(&self, i: usize) -> impl Iterator<Item = &Frame> + '_ {
-        self.frame_indices(i)
-            .iter()
-            .map(move |&f| &self.frames[f as usize])
+        self.frame_indices(i).map(move |f| &self.frames[f as usize])
     }
 
     /// [`Index::root_first`] as indices into the index's frames.
-    fn frame_indices(&self, i: usize) -> &[u32] {
+    fn frame_indices(&self, i: usize) -> StackIds<'_> {
         let (s, n) = self.frame_ranges[i];
-        &self.stack_frames[s as usize..(s + n) as usize]
+        StackIds::over(&self.stack_frames[s as usize..(s + n) as usize])
     }
 
     /// Value of sample `i` at `sample_index` (0 when the sample lacks it).
@@ -383,7 +403,7 @@ impl<'p> Index<'p> {
         (0..n)
             .map(|i| {
                 let mut f = false;
-                for &l in self.frame_indices(i) {
+                for l in self.frame_indices(i) {
                     match class[l as usize] {
                         Some(false) => return false,
                         Some(true) => f = true,
@@ -577,12 +597,13 @@ fn mapping_positions(profile: &Profile) -> IdIndex {
     positions(profile.mapping.iter().map(|m| m.id).collect())
 }
 
-/// Appends a sample's frames root first (its locations are leaf first, each location's
-/// frames innermost first). Not inlined: see [`IdIndex::extend`].
+/// Appends a sample's frames root first (its locations are leaf first): each
+/// location's frames as [`IndexBuild::over`] encoded them, outermost first. Not
+/// inlined: see [`IdIndex::extend`].
 #[inline(never)]
-fn push_frames(out: &mut Vec<u32>, locs: &[u32], loc_frames: &[(u32, u32)]) {
+fn push_frames(out: &mut Vec<u8>, locs: &[u32], bytes: &[u8], at: &[(u32, u32)]) {
     for &l in locs.iter().rev() {
-        let (fs, n) = loc_frames[l as usize];
-        out.extend((fs..fs + n).rev());
+        let (s, n) = at[l as usize];
+        out.extend_from_slice(&bytes[s as usize..(s + n) as usize]);
     }
 }

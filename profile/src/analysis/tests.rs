@@ -884,3 +884,45 @@ fn compact_decode_of_gzip_answers_as_the_whole_file_decoder() {
     };
     assert!(!same(&gz, &few, "entry budget"));
 }
+
+/// The index holds each sample's frames as varints: frame indices past one byte's
+/// (over 127, here up to 600) must read back whole and in order, root first, in
+/// every view that walks them.
+#[test]
+fn deep_stacks_past_one_byte_frame_indices_read_back_in_order() {
+    let mut b = Builder::new();
+    b.sample_type("inuse_space", "bytes");
+    // 300 locations of two lines each (the outer inlining the inner): 600 frames.
+    let locs: Vec<u64> = (0..300)
+        .map(|i| {
+            let outer = b.function(&format!("f{i}"), "", "/src/deep.go", 1);
+            let inner = b.function(&format!("f{i}_inl"), "", "/src/deep.go", 1);
+            b.location(0, 0x1000 + i, vec![line(inner, 2), line(outer, 3)], false)
+        })
+        .collect();
+    // Leaf first: the last location is the leaf, f0 the root.
+    let leaf_first: Vec<u64> = locs.iter().rev().copied().collect();
+    b.sample(leaf_first, vec![7], vec![]);
+    let p = b.finish();
+    let ix = Index::new(&p);
+    let names: Vec<&str> = ix
+        .root_first(0)
+        .map(|f| ix.names[f.node as usize].as_str())
+        .collect();
+    let want: Vec<String> = (0..300)
+        .flat_map(|i| [format!("f{i}"), format!("f{i}_inl")])
+        .collect();
+    assert_eq!(names, want);
+    let f = ix.flame(0, &Filter::none());
+    assert_eq!(f.nodes.len(), 601, "root and one node per frame");
+    assert_eq!(f.name(600), "f299_inl");
+    assert_eq!(f.path(600).len(), 601);
+    let t = top(&p, 0, &Filter::none()).unwrap();
+    assert_eq!(t.rows.len(), 600);
+    assert!(t.rows.iter().all(|r| r.cum == 7));
+    // A focus on a frame deep in the stack keeps the sample; an ignore drops it.
+    let t = top(&p, 0, &Filter::new("^f250_inl$", "").unwrap()).unwrap();
+    assert_eq!(t.shown, 7);
+    let t = top(&p, 0, &Filter::new("", "^f250_inl$").unwrap()).unwrap();
+    assert_eq!(t.shown, 0);
+}

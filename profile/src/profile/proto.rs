@@ -184,13 +184,7 @@ impl Stack {
         let mut v = std::mem::take(&mut self.0).into_vec();
         v.reserve_exact(ids.len());
         for &id in ids {
-            // (By hand: prost's `encode_varint` into a `BufMut` is more code in the wasm.)
-            let mut id = id;
-            while id >= 0x80 {
-                v.push(id as u8 | 0x80);
-                id >>= 7;
-            }
-            v.push(id as u8);
+            push_varint(&mut v, id);
         }
         self.0 = v.into_boxed_slice();
     }
@@ -245,11 +239,30 @@ impl<'a> IntoIterator for &'a Stack {
     }
 }
 
-/// The ids of a [`Stack`], leaf first.
+/// Appends `id` as a varint, as profile.proto packs it (by hand: prost's
+/// `encode_varint` into a `BufMut` is more code in the wasm). The one varint writer of
+/// [`Stack`] and the analysis index's frames.
+pub(crate) fn push_varint(out: &mut Vec<u8>, mut id: u64) {
+    while id >= 0x80 {
+        out.push(id as u8 | 0x80);
+        id >>= 7;
+    }
+    out.push(id as u8);
+}
+
+/// The ids of a [`Stack`], leaf first; also the analysis index's reader of its
+/// varint frames ([`StackIds::over`]).
 #[derive(Clone)]
 pub struct StackIds<'a> {
     bytes: &'a [u8],
     pos: usize,
+}
+
+impl<'a> StackIds<'a> {
+    /// The varints of `bytes`, which must be whole (written by [`push_varint`]).
+    pub(crate) fn over(bytes: &'a [u8]) -> Self {
+        StackIds { bytes, pos: 0 }
+    }
 }
 
 impl Iterator for StackIds<'_> {
