@@ -52,10 +52,10 @@ impl FlameTree {
     /// `i` (a scan back to the parent crossed up to the whole tree, milliseconds per
     /// hover on a million-node graph). Just `[i]` for a node not in the tree.
     pub fn path(&self, i: usize) -> Vec<usize> {
-        let mut p = vec![0];
         if i >= self.nodes.len() {
             return vec![i];
         }
+        let mut p = vec![0];
         let mut cur = 0;
         while cur != i {
             // The child of `cur` whose subtree holds `i`.

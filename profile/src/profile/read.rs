@@ -77,24 +77,34 @@ pub(crate) fn read_whole(raw: &[u8]) -> Result<Profile, ProfileError> {
     let mut p = reserved(raw);
     let mut samples = SampleReader::default();
     let mut pos = 0;
+    // Where the run of other fields not merged yet starts: merged a run at a time,
+    // not a prost call per location, function and string.
+    let mut run = 0;
     while pos < raw.len() {
         let start = pos;
-        let read = match pprof_scan::field(raw, &mut pos) {
-            Some((SAMPLE, 2, _, body)) => samples.read(body).map(|s| p.sample.push(s.to_sample())),
-            Some((_, _, whole, _)) => Some(merge_field(&mut p, whole)?),
-            None => None,
-        };
-        if read.is_none() {
-            // Not after the scan, which checks everything read here: prost's word.
-            merge_field(&mut p, &raw[start..])?;
-            return Err(ProfileError::Wire {
-                offset: start,
-                inflated: false,
-                path: "sample".into(),
-                what: "malformed".into(),
-            });
+        match pprof_scan::field(raw, &mut pos) {
+            Some((SAMPLE, 2, _, body)) => {
+                // (A prost error here is reported below, with the rest.)
+                let merged = run == start || merge_field(&mut p, &raw[run..start]).is_ok();
+                if let Some(read) = samples.read(body).filter(|_| merged) {
+                    p.sample.push(read.to_sample());
+                    run = pos;
+                    continue;
+                }
+            }
+            Some(_) => continue,
+            None => {}
         }
+        // Not after the scan, which checks everything read here: prost's word.
+        merge_field(&mut p, &raw[run..])?;
+        return Err(ProfileError::Wire {
+            offset: start,
+            inflated: false,
+            path: "sample".into(),
+            what: "malformed".into(),
+        });
     }
+    merge_field(&mut p, &raw[run..])?;
     Ok(p)
 }
 
