@@ -551,26 +551,107 @@ impl FlameNode {
     }
 }
 
-/// The nodes of a flame tree being built, pre-order, from stacks given as spans
-/// `(start, len, value)` of `seq`, each a root-first sequence of `rank << 1 | inlined`
-/// where `rank` is the function's alphabetical rank (`by_rank[rank]` is its name id).
-/// Built a slice of stacks at a time ([`FlameNodes::step`]), so that a caller with an
-/// event loop to serve (the viewer) can let it run between slices; [`FlameNodes::finish`]
-/// builds what is left in one go.
+/// Stacks being sorted, given as spans `(start, len, value)` of `seq`, each a
+/// root-first sequence of `rank << 1 | inlined` where `rank` is the function's
+/// alphabetical rank: lexicographically, a stack that is a prefix of another after it
+/// (so a node's self value lands right of its children). Sorted a slice at a time
+/// ([`StackSort::step`]), so that a caller with an event loop to serve (the viewer)
+/// can let it run between slices.
 ///
-/// Built without hashing: the stacks are sorted, and each opens only the nodes past
-/// its common prefix with the previous one. The per-stack work is in functions called
-/// per stack: V8 switches a wasm function to optimized code only on a later call.
-pub struct FlameNodes {
+/// An LCP merge sort (Ng and Kakehi): each stack carries the length of its common
+/// prefix with the one before it, so a comparison starts past what two stacks are
+/// known to share. Stacks of a real program share long prefixes (main, the runtime,
+/// the framework), and a plain merge sort compared those again at every level: half
+/// the time of a 2-million-node tree. The prefixes the sort leaves are also what a
+/// tree needs (the nodes a stack opens). O(n log n) comparisons whatever the input: a
+/// crafted profile cannot make it quadratic. A bottom-up merge (its runs merged in
+/// pairs, widths 1, 2, 4…); no `sort_unstable_by`, whose code would be kilobytes more
+/// of the viewer's bundle.
+pub struct StackSort {
     seq: Vec<u32>,
     spans: Vec<(u32, u32, i64)>,
-    by_rank: Vec<u32>,
-    /// Sorting `spans`: they are sorted in runs of this width (the whole of them once
-    /// sorted), the next pair of runs to merge at `at`.
+    /// Per span: the length of its common prefix with the span before it in its sorted
+    /// run (a run's first: 0).
+    lcp: Vec<u32>,
+    /// Spans are sorted in runs of this width (the whole of them once sorted), the next
+    /// pair of runs to merge at `at`.
     run: usize,
     at: usize,
-    /// The left run of a merge.
+    /// The left run of a merge, and its prefixes.
     tmp: Vec<(u32, u32, i64)>,
+    tmp_lcp: Vec<u32>,
+}
+
+impl StackSort {
+    /// The stacks to sort; nothing is done yet.
+    pub fn new(seq: Vec<u32>, spans: Vec<(u32, u32, i64)>) -> Self {
+        StackSort {
+            seq,
+            lcp: vec![0; spans.len()],
+            spans,
+            run: 1,
+            at: 0,
+            tmp: Vec::new(),
+            tmp_lcp: Vec::new(),
+        }
+    }
+
+    /// Merges runs until about `n` stacks are moved: true when all are sorted.
+    #[inline(never)]
+    pub fn step(&mut self, n: usize) -> bool {
+        let len = self.spans.len();
+        let mut moved = 0;
+        while moved < n && self.run < len {
+            let (at, w) = (self.at, self.run);
+            let end = len.min(at + 2 * w);
+            if w < end - at {
+                merge(
+                    &self.seq,
+                    (&mut self.spans[at..end], &mut self.lcp[at..end]),
+                    w,
+                    (&mut self.tmp, &mut self.tmp_lcp),
+                );
+            }
+            moved += end - at;
+            self.at = end;
+            if end == len {
+                (self.at, self.run) = (0, 2 * w);
+            }
+        }
+        self.run >= len
+    }
+
+    /// The stacks in order, front-coded (the rest of the sort done in one go): per
+    /// stack `(n, lcp, value)`, its stack being the one before cut to `lcp` frames,
+    /// then its next `n` frames of the returned tails.
+    pub fn finish(mut self) -> (Vec<u32>, Vec<(u32, u32, i64)>) {
+        self.step(usize::MAX);
+        let mut tails = Vec::new();
+        for (sp, &l) in self.spans.iter_mut().zip(&self.lcp) {
+            let (start, end) = ((sp.0 + l) as usize, (sp.0 + sp.1) as usize);
+            tails.extend_from_slice(self.seq.get(start..end).unwrap_or(&[]));
+            *sp = (sp.1 - l, l, sp.2);
+        }
+        (tails, self.spans)
+    }
+}
+
+/// The nodes of a flame tree being built, pre-order, from stacks (see [`StackSort`]
+/// for their form): sorted here ([`FlameNodes::new`]), or in order already with
+/// only the frames past each one's common prefix with the one before
+/// ([`FlameNodes::sorted`]: the viewer sorts a profile's samples once and builds every
+/// tree after from that). `by_rank[rank]` is a rank's name id. Built a slice of
+/// stacks at a time ([`FlameNodes::step`]); [`FlameNodes::finish`] builds what is left
+/// in one go.
+///
+/// Built without hashing: in sorted order each stack opens only the nodes past its
+/// common prefix with the one before. The per-stack work is in functions called per
+/// stack: V8 switches a wasm function to optimized code only on a later call.
+pub struct FlameNodes {
+    sort: StackSort,
+    /// Once sorted: `sort`'s spans cut to their frames past the common prefix.
+    cut: bool,
+    by_rank: Vec<u32>,
     nodes: Vec<FlameNode>,
     /// The nodes from the root to the last stack's leaf.
     path: Vec<usize>,
@@ -579,15 +660,36 @@ pub struct FlameNodes {
 }
 
 impl FlameNodes {
-    /// The stacks to build from; nothing is done yet.
+    /// The stacks to sort and build from; nothing is done yet.
     pub fn new(seq: Vec<u32>, spans: Vec<(u32, u32, i64)>, by_rank: Vec<u32>) -> Self {
-        FlameNodes {
+        Self::with(StackSort::new(seq, spans), false, by_rank)
+    }
+
+    /// Stacks in sorted order, each span holding only its frames past `lcp` (its
+    /// common prefix with the stack before); nothing is built yet.
+    pub fn sorted(
+        seq: Vec<u32>,
+        spans: Vec<(u32, u32, i64)>,
+        lcp: Vec<u32>,
+        by_rank: Vec<u32>,
+    ) -> Self {
+        let sort = StackSort {
             seq,
             spans,
-            by_rank,
-            run: 1,
+            lcp,
+            run: usize::MAX,
             at: 0,
             tmp: Vec::new(),
+            tmp_lcp: Vec::new(),
+        };
+        Self::with(sort, true, by_rank)
+    }
+
+    fn with(sort: StackSort, cut: bool, by_rank: Vec<u32>) -> Self {
+        FlameNodes {
+            sort,
+            cut,
+            by_rank,
             nodes: Vec::new(),
             path: vec![0],
             next: 0,
@@ -597,102 +699,56 @@ impl FlameNodes {
     /// Sorts or adds the next `n` stacks, about (a run sorted, or a pair of runs merged,
     /// at a time): true when every stack is in.
     pub fn step(&mut self, n: usize) -> bool {
-        if self.run < self.spans.len() {
-            self.sort(n);
-            return false;
+        if !self.cut {
+            if !self.sort.step(n) {
+                return false;
+            }
+            for (sp, &l) in self.sort.spans.iter_mut().zip(&self.sort.lcp) {
+                (sp.0, sp.1) = (sp.0 + l, sp.1.saturating_sub(l));
+            }
+            self.cut = true;
         }
+        let StackSort {
+            seq, spans, lcp, ..
+        } = &self.sort;
         if self.nodes.is_empty() {
-            self.size();
+            // The root, and room for every node: the exact count first, as growing a
+            // Vec of a million nodes by doubling would hold two copies at once (wasm
+            // memory never shrinks back).
+            let count = spans.iter().map(|sp| sp.1 as usize).sum::<usize>();
+            self.nodes.reserve_exact(count + 1);
+            self.nodes.push(FlameNode {
+                name: u32::MAX,
+                depth: 0,
+                inlined: false,
+                value: 0,
+                width: 0,
+                x: 0,
+                end: 0,
+            });
         }
-        let end = self.spans.len().min(self.next.saturating_add(n));
-        let slice = |s: &(u32, u32, i64)| &self.seq[s.0 as usize..(s.0 + s.1) as usize];
-        let mut prev = match self.next {
-            0 => &[][..],
-            k => slice(&self.spans[k - 1]),
-        };
-        for sp in &self.spans[self.next..end] {
-            let s = slice(sp);
+        let end = spans.len().min(self.next.saturating_add(n));
+        for (sp, &l) in spans[self.next..end].iter().zip(&lcp[self.next..end]) {
             add_stack(
                 &mut self.nodes,
                 &mut self.path,
-                s,
-                prev,
+                seq.get(sp.0 as usize..(sp.0 + sp.1) as usize)
+                    .unwrap_or(&[]),
+                l as usize,
                 sp.2,
                 &self.by_rank,
             );
-            prev = s;
         }
         self.next = end;
-        let done = end == self.spans.len();
+        let done = end == spans.len();
         if done {
             // Every node still open ends with the tree.
-            let len = self.nodes.len() as u32;
-            for &o in &self.path {
-                self.nodes[o].end = len;
+            while self.path.len() > 1 {
+                close(&mut self.nodes, &mut self.path);
             }
+            self.nodes[0].end = self.nodes.len() as u32;
         }
         done
-    }
-
-    /// Sorts the stacks lexicographically, a stack that is a prefix of another after
-    /// it (so a node's self value lands right of its children): a bottom-up merge sort
-    /// (its runs merged in pairs, widths 1, 2, 4…) until about `n` stacks are moved.
-    /// (No `sort_unstable_by`: its code would be kilobytes more of the viewer's bundle.)
-    fn sort(&mut self, n: usize) {
-        let seq = &self.seq;
-        let key = |s: &(u32, u32, i64)| &seq[s.0 as usize..(s.0 + s.1) as usize];
-        let len = self.spans.len();
-        let mut moved = 0;
-        while moved < n && self.run < len {
-            let (at, w) = (self.at, self.run);
-            let end = len.min(at + 2 * w);
-            let part = &mut self.spans[at..end];
-            if w < part.len() {
-                // The left run aside; the merged stacks fill `part` from its start,
-                // never past the right run's next unread stack.
-                self.tmp.clear();
-                self.tmp.extend_from_slice(&part[..w]);
-                let (mut i, mut j) = (0, w);
-                while i < w && j < part.len() {
-                    let right = cmp_stacks(key(&self.tmp[i]), key(&part[j])).is_gt();
-                    part[i + j - w] = if right { part[j] } else { self.tmp[i] };
-                    if right {
-                        j += 1;
-                    } else {
-                        i += 1;
-                    }
-                }
-                part[i + j - w..j].copy_from_slice(&self.tmp[i..]);
-            }
-            moved += end - at;
-            self.at = end;
-            if end == len {
-                (self.at, self.run) = (0, 2 * w);
-            }
-        }
-    }
-
-    /// The root, and room for every node: the exact count first, as growing a Vec of
-    /// a million nodes by doubling would hold two copies at once (wasm memory never
-    /// shrinks back).
-    fn size(&mut self) {
-        let mut count = 1usize;
-        let mut last: &[u32] = &[];
-        for sp in self.spans.iter() {
-            let s = &self.seq[sp.0 as usize..(sp.0 + sp.1) as usize];
-            count += s.len() - lcp(s, last);
-            last = s;
-        }
-        self.nodes.reserve_exact(count);
-        self.nodes.push(FlameNode {
-            name: u32::MAX,
-            depth: 0,
-            inlined: false,
-            value: 0,
-            width: 0,
-            x: 0,
-            end: 0,
-        });
     }
 
     /// The nodes, pre-order, with the stacks not yet added.
@@ -702,39 +758,83 @@ impl FlameNodes {
     }
 }
 
-/// Lexicographic order of two stacks, a stack that is a prefix of another after it.
+/// Merges the sorted runs `part[..w]` and `part[w..]` of `spans` (with their prefix
+/// lengths, `lcp`) into one, in place, the left run set aside in `tmp`. LCP merge:
+/// `ha` and `hb` are each run head's common prefix with the stack merged last; the
+/// head sharing more with it is the smaller, and only when they share the same does a
+/// comparison read the stacks, from there on.
 #[inline(never)]
-fn cmp_stacks(a: &[u32], b: &[u32]) -> std::cmp::Ordering {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| x.cmp(y))
-        .find(|o| o.is_ne())
-        .unwrap_or_else(|| b.len().cmp(&a.len()))
+fn merge(
+    seq: &[u32],
+    (part, lcp): (&mut [(u32, u32, i64)], &mut [u32]),
+    w: usize,
+    (tmp, tmp_lcp): (&mut Vec<(u32, u32, i64)>, &mut Vec<u32>),
+) {
+    let key = |s: &(u32, u32, i64)| &seq[s.0 as usize..(s.0 + s.1) as usize];
+    tmp.clear();
+    tmp.extend_from_slice(&part[..w]);
+    tmp_lcp.clear();
+    tmp_lcp.extend_from_slice(&lcp[..w]);
+    let len = part.len();
+    let (mut i, mut j, mut ha, mut hb) = (0, w, 0u32, 0u32);
+    // The merged stacks fill `part` from its start, never past the right run's next
+    // unread stack (nor its prefix length, read only once the stack before is out).
+    while i < w && j < len {
+        let o = i + j - w;
+        let right = if ha == hb {
+            let (a, b) = (key(&tmp[i]), key(&part[j]));
+            let k = lcp_from(a, b, ha as usize);
+            // Past the common prefix: a stack that ends there sorts last.
+            let end = |s: &[u32]| s.get(k).copied().unwrap_or(u32::MAX);
+            let right = end(b) < end(a);
+            *if right { &mut ha } else { &mut hb } = k as u32;
+            right
+        } else {
+            hb > ha
+        };
+        if right {
+            (part[o], lcp[o]) = (part[j], hb);
+            j += 1;
+            hb = lcp.get(j).copied().unwrap_or(0);
+        } else {
+            (part[o], lcp[o]) = (tmp[i], ha);
+            i += 1;
+            ha = tmp_lcp.get(i).copied().unwrap_or(0);
+        }
+    }
+    if i < w {
+        let o = i + j - w;
+        part[o..].copy_from_slice(&tmp[i..]);
+        lcp[o..].copy_from_slice(&tmp_lcp[i..]);
+        lcp[o] = ha;
+    } else if j < len {
+        lcp[j] = hb;
+    }
 }
 
-/// Length of the common prefix of two stacks.
+/// Length of the common prefix of two stacks known to share their first `h` frames.
 #[inline(never)]
-fn lcp(a: &[u32], b: &[u32]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+fn lcp_from(a: &[u32], b: &[u32], h: usize) -> usize {
+    let (a, b) = (a.get(h..).unwrap_or(&[]), b.get(h..).unwrap_or(&[]));
+    h + a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
-/// Adds one stack (root first, after `prev` in sorted order) of value `v`: closes the
-/// nodes of `path` past the common prefix, opens new ones, adds `v` along the path.
+/// Adds one stack (root first, in sorted order, sharing its first `lcp` frames with the
+/// stack before; `new` its frames after those) of value `v`: closes the nodes of
+/// `path` past the common prefix, opens new ones, adds `v` to the leaf.
 #[inline(never)]
 fn add_stack(
     nodes: &mut Vec<FlameNode>,
     path: &mut Vec<usize>,
-    s: &[u32],
-    prev: &[u32],
+    new: &[u32],
+    lcp: usize,
     v: i64,
     by_rank: &[u32],
 ) {
-    let lcp = lcp(s, prev);
     while path.len() > lcp + 1 {
-        let o = path.pop().unwrap_or(0);
-        nodes[o].end = nodes.len() as u32;
+        close(nodes, path);
     }
-    for &key in &s[lcp..] {
+    for &key in new {
         let parent = *path.last().unwrap_or(&0);
         let (px, pw) = (nodes[parent].x, nodes[parent].width);
         path.push(nodes.len());
@@ -748,11 +848,22 @@ fn add_stack(
             end: 0,
         });
     }
-    for &n in path.iter() {
-        let node = &mut nodes[n];
-        node.value = node.value.wrapping_add(v);
-        node.width = node.width.wrapping_add(v.wrapping_abs());
-    }
+    // The value goes on the leaf; its ancestors get it when their children close, so
+    // a stack costs the nodes it opens and closes, not its depth.
+    let leaf = &mut nodes[*path.last().unwrap_or(&0)];
+    leaf.value = leaf.value.wrapping_add(v);
+    leaf.width = leaf.width.wrapping_add(v.wrapping_abs());
+}
+
+/// Closes the last node of `path`: its subtree ends here, and its value and width go
+/// to its parent (whose next child starts right of it).
+fn close(nodes: &mut [FlameNode], path: &mut Vec<usize>) {
+    let o = path.pop().unwrap_or(0);
+    let (len, n) = (nodes.len() as u32, nodes[o]);
+    nodes[o].end = len;
+    let p = &mut nodes[*path.last().unwrap_or(&0)];
+    p.value = p.value.wrapping_add(n.value);
+    p.width = p.width.wrapping_add(n.width);
 }
 
 #[cfg(test)]
@@ -863,6 +974,43 @@ mod tests {
         assert_eq!(vals.collect::<Vec<_>>(), [15]);
     }
 
+    /// Lexicographic order of two stacks, a stack that is a prefix of another after it.
+    fn cmp_stacks(a: &[u32], b: &[u32]) -> std::cmp::Ordering {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| x.cmp(y))
+            .find(|o| o.is_ne())
+            .unwrap_or_else(|| b.len().cmp(&a.len()))
+    }
+
+    /// Sorts `spans` of `seq` in slices of about `slice` stacks, checking against a
+    /// whole sort: the order, that each stack is there once, and each stack's common
+    /// prefix with the one before. Returns the number of slices.
+    fn check_sort(seq: Vec<u32>, spans: Vec<(u32, u32, i64)>, slice: usize) -> usize {
+        let key = |s: &(u32, u32, i64)| seq[s.0 as usize..(s.0 + s.1) as usize].to_vec();
+        let mut whole = spans.clone();
+        whole.sort_by(|a, b| cmp_stacks(&key(a), &key(b)));
+        let n = spans.len();
+        let mut b = StackSort::new(seq.clone(), spans);
+        let mut steps = 1;
+        while !b.step(slice) {
+            steps += 1;
+        }
+        let got: Vec<_> = b.spans.iter().map(key).collect();
+        let want: Vec<_> = whole.iter().map(key).collect();
+        assert_eq!(got, want);
+        let mut values: Vec<i64> = b.spans.iter().map(|s| s.2).collect();
+        values.sort_unstable();
+        assert_eq!(values, (0..n as i64).collect::<Vec<_>>());
+        let mut prev: Vec<u32> = Vec::new();
+        for (k, (s, &l)) in got.iter().zip(&b.lcp).enumerate() {
+            let want = s.iter().zip(&prev).take_while(|(x, y)| x == y).count();
+            assert_eq!(l as usize, want, "common prefix of stack {k}");
+            prev = s.clone();
+        }
+        steps
+    }
+
     #[test]
     fn the_sliced_merge_sort_orders_stacks_as_a_whole_sort_does() {
         // 5000 stacks (several runs, an odd last one) of 1 to 6 frames over 4 names,
@@ -876,23 +1024,31 @@ mod tests {
             }
             spans.push((start, seq.len() as u32 - start, v));
         }
-        let key = |s: &(u32, u32, i64)| seq[s.0 as usize..(s.0 + s.1) as usize].to_vec();
-        let mut whole = spans.clone();
-        whole.sort_by(|a, b| cmp_stacks(&key(a), &key(b)));
-        let mut b = FlameNodes::new(seq.clone(), spans, vec![]);
-        let mut steps = 0;
-        while b.run < b.spans.len() {
-            b.sort(700);
-            steps += 1;
-        }
+        let steps = check_sort(seq, spans, 700);
         assert!(steps > 5, "sorted in slices ({steps})");
-        let got: Vec<_> = b.spans.iter().map(key).collect();
-        let want: Vec<_> = whole.iter().map(key).collect();
-        assert_eq!(got, want);
-        // The same stacks, each once: a permutation.
-        let mut values: Vec<i64> = b.spans.iter().map(|s| s.2).collect();
-        values.sort_unstable();
-        assert_eq!(values, (0..5000).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_merge_sort_skips_long_shared_prefixes_and_keeps_their_lengths() {
+        // Deep stacks as a real program has them: a long common trunk (main, the
+        // runtime), a few branches, and leaves that differ late or not at all.
+        let (mut seq, mut spans, mut x) = (Vec::new(), Vec::new(), 11u32);
+        for v in 0..3000 {
+            let start = seq.len() as u32;
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            seq.extend(0..40u32);
+            seq.extend(std::iter::repeat_n((x >> 8) % 3, ((x >> 12) % 50) as usize));
+            if x >> 20 & 1 == 1 {
+                seq.push((x >> 21) % 5);
+            }
+            spans.push((start, seq.len() as u32 - start, v));
+        }
+        check_sort(seq.clone(), spans.clone(), 1);
+        check_sort(seq, spans, usize::MAX);
+        // Nothing, one stack, an empty stack.
+        check_sort(vec![], vec![], 1);
+        check_sort(vec![3], vec![(0, 1, 0)], 1);
+        check_sort(vec![3], vec![(0, 1, 0), (0, 0, 1), (0, 1, 2)], 1);
     }
 
     #[test]
@@ -905,6 +1061,11 @@ mod tests {
         let mut b = FlameNodes::new(seq, spans, vec![10, 11, 12]);
         while !b.step(1) {}
         assert_eq!(b.finish(), nodes);
+        // The same stacks in order, given only past their common prefixes.
+        let cut = vec![0 << 1, 1 << 1, 2 << 1];
+        let (spans, lcp) = (vec![(0, 2, 5), (2, 1, 3), (3, 0, 2)], vec![0, 1, 1]);
+        let sorted = FlameNodes::sorted(cut, spans, lcp, vec![10, 11, 12]).finish();
+        assert_eq!(sorted, nodes);
         let got: Vec<(u32, u32, i64, i64, u32)> = nodes
             .iter()
             .map(|n| (n.name, n.depth, n.value, n.x, n.end))

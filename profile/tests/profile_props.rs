@@ -1,7 +1,8 @@
 //! Property tests of the profile operations over random profiles: the codec round trip
 //! is exact, `diff` is NEW − BASE per stack whatever the inputs (pprof's `-diff_base`
 //! arithmetic), folded output keeps every value, a flame node's path is its chain of
-//! parents, and unsampling is monotone and never
+//! parents, a flame tree built from the index's sorted stacks is the one built by
+//! sorting, and unsampling is monotone and never
 //! below the sampled value.
 
 use heapsnap_profile::export::folded;
@@ -111,6 +112,35 @@ proptest! {
             let path = f.path(i);
             prop_assert_eq!(path.len(), d as usize + 1);
             prop_assert_eq!(path.last(), Some(&i));
+        }
+    }
+
+    #[test]
+    fn flame_from_the_sorted_stacks_is_the_flame_sorted_anew(
+        s in samples(), base in samples(), slice in 1usize..50,
+    ) {
+        use heapsnap_profile::analysis::{Filter, Index};
+        // A profile and a diff (negative values, samples that net to zero).
+        for p in [build(&s), profile::diff(&build(&base), &build(&s)).unwrap()] {
+            let ix = Index::new(&p);
+            let filters = [
+                Filter::none(),
+                Filter::new("serve", "").unwrap(),
+                Filter::new("", "leak").unwrap(),
+                Filter::new("parse|alloc", "main").unwrap(),
+            ];
+            let want: Vec<_> = (0..2)
+                .flat_map(|si| filters.iter().map(move |f| (si, f)))
+                .map(|(si, f)| ix.flame(si, f))
+                .collect();
+            let mut sort = ix.sort_stacks();
+            while !sort.step(&ix, slice) {}
+            sort.finish(&ix);
+            let got: Vec<_> = (0..2)
+                .flat_map(|si| filters.iter().map(move |f| (si, f)))
+                .map(|(si, f)| ix.flame(si, f))
+                .collect();
+            prop_assert_eq!(got, want);
         }
     }
 

@@ -272,6 +272,10 @@ export async function settingChanges(page, { focus, sampleTypes = null, n = 6, t
       return { built: t('flame-built') - t('bench-change'), drawn: t('flame-drawn') - t('bench-change') };
     });
   };
+  // As a user meets them, seconds after the first paint: the page sorts the samples by
+  // stack in the background right after it (a few hundred ms at most), and every tree
+  // after that is built from that order.
+  await waitMark(page, 'stacks-sorted', 1, timeout);
   const out = {};
   for (const [what, selector, values] of [['sample-type switch', '[data-testid=sample-type]', sampleTypes], ['focus change', '[data-testid=focus]', focus]]) {
     const times = [];

@@ -31,6 +31,9 @@ try {
   // 2. The Go runtime's heap profile.
   await page.setInputFiles('[data-testid=file-input]', profile);
   await waitMark(page, 'flame-painted', 1);
+  // The samples sorted by stack in the background after the first paint: every tree
+  // below (each sample type, the focus) is built from that order.
+  await waitMark(page, 'stacks-sorted', 1);
   result.errorAfterGoodFile = await page.$('[data-testid=error]') !== null;
   result.sampleTypes = await page.$$eval('[data-testid=sample-type] option', (os) => os.map((o) => o.value));
   result.defaultSampleType = await page.$eval('[data-testid=sample-type]', (s) => s.value);

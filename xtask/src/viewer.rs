@@ -33,10 +33,14 @@ use std::process::Command;
 /// model's stacks at a third of their size; `heapsnap top` on the 30 MB Go profile
 /// 1.61 → 0.84 GB peak, the viewer's wasm memory on the 550k-sample profile 103.8 →
 /// 94.4 MB; +1.0 KiB for the hand-written `Sample` message and the varint stack, 0.4 of
-/// it won back in the same change: 316.8 / 131.6 KiB).
+/// it won back in the same change: 316.8 / 131.6 KiB); by 5 / 2.5 KiB to 322 / 134.25
+/// when flame trees began to be built from the samples sorted once per profile (issue
+/// 19: on the 5 MB Go heap profile a switch to `alloc_space` went from 0.55–0.6 s to
+/// 50–57 ms, focus changes 60–87 → 45–78 ms; the LCP merge sort, the front-coded order
+/// and its background build after the first paint: 321.9 / 134.1 KiB).
 /// Winning it back is tracked in the issue notes.
-const BUDGET_RAW: u64 = 317 * 1024;
-const BUDGET_GZ: u64 = 131 * 1024 + 768;
+const BUDGET_RAW: u64 = 322 * 1024;
+const BUDGET_GZ: u64 = 134 * 1024 + 256;
 
 const TARGET: &str = "wasm32-unknown-unknown";
 

@@ -99,35 +99,157 @@ impl Index<'_> {
 
     /// [`Index::flame`] built a slice at a time ([`FlameBuild::step`]): the samples
     /// are read here (a fraction of the work), the stacks sorted and the tree built
-    /// in the steps.
+    /// in the steps. Once the index has its samples in order ([`Index::sort_stacks`])
+    /// there is no sort: the samples are taken from that order, each with only its
+    /// frames past what it shares with the one taken before.
     pub fn flame_build(&self, sample_index: usize, filter: &Filter) -> FlameBuild {
         let kept = self.kept(filter);
-        // Alphabetical rank of every function-level node.
+        // Each kept sample as a root-first sequence of (rank << 1 | inlined).
+        let mut seq: Vec<u32> = Vec::new();
+        let mut spans: Vec<(u32, u32, i64)> = Vec::new();
+        let mut diff = false;
+        let (by_rank, rank) = self.ranks();
+        let nodes = match self.order.borrow().as_deref() {
+            Some(o) => {
+                // The values first, in sample order: read in stack order, each was a
+                // cache miss or two (most of the build on half a million samples).
+                let vals: Vec<i64> = (0..kept.len())
+                    .map(|i| {
+                        if kept[i] {
+                            self.value(i, sample_index)
+                        } else {
+                            0
+                        }
+                    })
+                    .collect();
+                let mut lcps = Vec::new();
+                // The stack of the entry at hand, rebuilt from the tails in turn.
+                let mut cur: Vec<u32> = Vec::new();
+                let mut at = 0;
+                // The common prefix with the last sample taken: the least since it.
+                let mut lcp = 0;
+                for &(n, l, i) in &o.entries {
+                    cur.truncate(l as usize);
+                    let next = at + n as usize;
+                    cur.extend_from_slice(o.tails.get(at..next).unwrap_or(&[]));
+                    at = next;
+                    lcp = lcp.min(l);
+                    let v = vals.get(i as usize).copied().unwrap_or(0);
+                    if v != 0 {
+                        diff |= v < 0;
+                        let start = seq.len() as u32;
+                        seq.extend_from_slice(cur.get(lcp as usize..).unwrap_or(&[]));
+                        spans.push((start, seq.len() as u32 - start, v));
+                        lcps.push(lcp);
+                        lcp = u32::MAX;
+                    }
+                }
+                pprof_scan::FlameNodes::sorted(seq, spans, lcps, by_rank)
+            }
+            None => {
+                for (i, &keep) in kept.iter().enumerate() {
+                    let v = self.value(i, sample_index);
+                    if v == 0 || !keep {
+                        continue;
+                    }
+                    diff |= v < 0;
+                    let start = seq.len() as u32;
+                    self.push_ranks(i, &rank, &mut seq);
+                    spans.push((start, seq.len() as u32 - start, v));
+                }
+                pprof_scan::FlameNodes::new(seq, spans, by_rank)
+            }
+        };
+        FlameBuild {
+            nodes,
+            names: self.names.clone(),
+            diff,
+        }
+    }
+
+    /// Every function-level node in alphabetical order (by rank), and each one's rank.
+    fn ranks(&self) -> (Vec<u32>, Vec<u32>) {
         let by_rank =
             super::sorted_order(self.names.len(), &|a, b| self.names[a].cmp(&self.names[b]));
         let mut rank = vec![0u32; by_rank.len()];
         for (r, &n) in by_rank.iter().enumerate() {
             rank[n as usize] = r as u32;
         }
-        // Each kept sample as a root-first sequence of (rank << 1 | inlined).
-        let mut seq: Vec<u32> = Vec::new();
-        let mut spans: Vec<(u32, u32, i64)> = Vec::new();
-        let mut diff = false;
-        for (i, &keep) in kept.iter().enumerate() {
-            let v = self.value(i, sample_index);
-            if v == 0 || !keep {
-                continue;
-            }
-            diff |= v < 0;
-            let start = seq.len() as u32;
-            self.push_ranks(i, &rank, &mut seq);
-            spans.push((start, seq.len() as u32 - start, v));
+        (by_rank, rank)
+    }
+
+    /// Sorts every sample by stack as flame trees order them, a slice at a time
+    /// ([`StackSorting::step`]); once [`StackSorting::finish`] has given the order to
+    /// this index, every flame tree it builds skips the sort. The viewer runs this
+    /// after its first paint: on a Go heap profile (half a million distinct deep
+    /// stacks) the sort was most of a sample-type switch or focus change.
+    pub fn sort_stacks(&self) -> StackSorting {
+        let n = self.sample_count();
+        StackSorting {
+            rank: self.ranks().1,
+            seq: Vec::new(),
+            spans: Vec::with_capacity(n),
+            sort: None,
         }
-        FlameBuild {
-            nodes: pprof_scan::FlameNodes::new(seq, spans, by_rank),
-            names: self.names.clone(),
-            diff,
+    }
+}
+
+/// Every sample of an index in the order its flame trees are built (by stack, see
+/// [`pprof_scan::StackSort`]), front-coded: each entry's stack is the one before cut to
+/// their common prefix, then its own tail. The tails together are the profile's whole
+/// call tree (2 million frames where the stacks have 14 million, on a Go heap profile
+/// of half a million samples), read in one sequential pass per tree where reading
+/// each sample's own frames in stack order was a cache miss per sample.
+#[derive(Debug)]
+pub(crate) struct StackOrder {
+    /// Per entry `(n, lcp, sample)`: its stack is the one before cut to `lcp` frames,
+    /// then its next `n` frames of `tails` (as `rank << 1 | inlined`).
+    entries: Vec<(u32, u32, i64)>,
+    tails: Vec<u32>,
+}
+
+/// An index's samples being sorted by stack ([`Index::sort_stacks`]).
+pub struct StackSorting {
+    rank: Vec<u32>,
+    seq: Vec<u32>,
+    spans: Vec<(u32, u32, i64)>,
+    sort: Option<pprof_scan::StackSort>,
+}
+
+impl StackSorting {
+    /// Reads the next `n` samples of `ix` (the index this sort was started from), or
+    /// sorts about `n` of them once all are read: true when sorted.
+    pub fn step(&mut self, ix: &Index<'_>, n: usize) -> bool {
+        if let Some(sort) = &mut self.sort {
+            return sort.step(n);
         }
+        let next = self.spans.len();
+        let end = ix.sample_count().min(next.saturating_add(n));
+        for i in next..end {
+            let start = self.seq.len() as u32;
+            ix.push_ranks(i, &self.rank, &mut self.seq);
+            self.spans
+                .push((start, self.seq.len() as u32 - start, i as i64));
+        }
+        if end == ix.sample_count() {
+            let (seq, spans) = (
+                std::mem::take(&mut self.seq),
+                std::mem::take(&mut self.spans),
+            );
+            self.sort = Some(pprof_scan::StackSort::new(seq, spans));
+        }
+        false
+    }
+
+    /// Finishes the sort and gives the order to `ix` (the index it was started from).
+    pub fn finish(mut self, ix: &Index<'_>) {
+        while !self.step(ix, usize::MAX) {}
+        let (tails, entries) = self.sort.map(|s| s.finish()).unwrap_or_default();
+        if entries.len() != ix.sample_count() {
+            return;
+        }
+        let order = StackOrder { entries, tails };
+        *ix.order.borrow_mut() = Some(std::rc::Rc::new(order));
     }
 }
 

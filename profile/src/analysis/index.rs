@@ -51,6 +51,8 @@ pub struct Index<'p> {
     /// for the same samples from the top table, the flame graph, the source view and
     /// the shown total, and the regexes run once, not four times.
     last_kept: std::cell::RefCell<Option<(Filter, Rc<[bool]>)>>,
+    /// Every sample by stack, once sorted ([`Index::sort_stacks`]).
+    pub(crate) order: std::cell::RefCell<Option<Rc<super::flame::StackOrder>>>,
 }
 
 /// The profile an [`Index`] reads: borrowed from the caller, or shared with it.
@@ -188,6 +190,7 @@ impl<'p> IndexBuild<'p> {
                 frames,
                 base: Vec::with_capacity(n),
                 last_kept: Default::default(),
+                order: Default::default(),
                 profile: analysed,
             },
             loc_pos,
