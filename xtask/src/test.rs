@@ -263,7 +263,7 @@ fn run_naming_failed_tests(c: &mut Command) -> Res {
     fn pass<R: std::io::Read + Send + 'static>(
         r: R,
         to_stderr: bool,
-        keep: fn(&str) -> Option<String>,
+        mut keep: impl FnMut(&str) -> Option<String> + Send + 'static,
     ) -> std::thread::JoinHandle<Vec<String>> {
         std::thread::spawn(move || {
             let mut kept = Vec::new();
@@ -278,14 +278,19 @@ fn run_naming_failed_tests(c: &mut Command) -> Res {
             kept
         })
     }
-    let out = pass(child.stdout.take().expect("piped"), false, failed_test);
+    let mut failures = Failures::default();
+    let out = pass(child.stdout.take().expect("piped"), false, move |l| {
+        failures.line(l)
+    });
     let err = pass(child.stderr.take().expect("piped"), true, failed_target);
     let status = child.wait().map_err(|e| format!("cargo test: {e}"))?;
-    let tests = out.join().unwrap_or_default();
+    let kept = out.join().unwrap_or_default();
     let targets = err.join().unwrap_or_default();
     if status.success() {
         return Ok(());
     }
+    let (tests, panics): (Vec<String>, Vec<String>) =
+        kept.into_iter().partition(|k| !k.starts_with(PANIC));
     let mut why = format!("cargo test failed ({status})");
     if !targets.is_empty() {
         why += &format!("; failing targets: {}", targets.join(", "));
@@ -293,7 +298,45 @@ fn run_naming_failed_tests(c: &mut Command) -> Res {
     if !tests.is_empty() {
         why += &format!("; failed tests: {}", tests.join(", "));
     }
+    // Where and why each failed (the first line of each panic message): a flaky
+    // failure seen only in CI is then diagnosed from the summary alone.
+    for p in panics.iter().take(8) {
+        why += &format!("\n        {p}");
+    }
     Err(why)
+}
+
+/// Marks a kept panic line among the kept test names.
+const PANIC: &str = "panicked at ";
+
+/// libtest's output, read a line at a time: the failed tests' names ("test a::b ...
+/// FAILED") and each panic's place and the first line of its message ("thread 'a::b'
+/// (123) panicked at src/x.rs:1:2:", then the message).
+#[derive(Default)]
+struct Failures {
+    /// The panic whose message is the next line: its thread's name and place.
+    pending: Option<String>,
+}
+
+impl Failures {
+    fn line(&mut self, line: &str) -> Option<String> {
+        if let Some(at) = self.pending.take() {
+            let msg: String = line.chars().take(400).collect();
+            return Some(format!("{at}: {msg}"));
+        }
+        if let Some(name) = failed_test(line) {
+            return Some(name);
+        }
+        let (thread, place) = line.split_once(" panicked at ")?;
+        let thread = thread.strip_prefix("thread '")?.split('\'').next()?;
+        let place = place.trim_end_matches(':');
+        if line.ends_with(':') {
+            self.pending = Some(format!("{PANIC}{place} ({thread})"));
+            None
+        } else {
+            Some(format!("{PANIC}{place} ({thread})"))
+        }
+    }
 }
 
 /// libtest's line for a failed test: "test a::b ... FAILED".
@@ -360,5 +403,24 @@ mod tests {
             Some("-p e2e --test firmware_timeline")
         );
         assert_eq!(failed_target("     Running tests/x.rs"), None);
+        // A panic: its place and thread, then the first line of its message.
+        let mut f = Failures::default();
+        let lines = [
+            "---- a::b stdout ----",
+            "",
+            "thread 'a::b' (11227) panicked at tests/tests/x.rs:74:10:",
+            "called `Result::unwrap()` on an `Err` value: NotFound",
+            "stack backtrace:",
+            "test a::b ... FAILED",
+        ];
+        let kept: Vec<String> = lines.iter().filter_map(|l| f.line(l)).collect();
+        assert_eq!(
+            kept,
+            [
+                "panicked at tests/tests/x.rs:74:10 (a::b): called `Result::unwrap()` on an \
+                 `Err` value: NotFound",
+                "a::b",
+            ]
+        );
     }
 }
