@@ -37,10 +37,13 @@ use std::process::Command;
 /// when flame trees began to be built from the samples sorted once per profile (issue
 /// 19: on the 5 MB Go heap profile a switch to `alloc_space` went from 0.55–0.6 s to
 /// 50–57 ms, focus changes 60–87 → 45–78 ms; the LCP merge sort, the front-coded order
-/// and its background build after the first paint: 321.9 / 134.1 KiB).
+/// and its background build after the first paint: 321.9 / 134.1 KiB); by 0.5 / 0.25
+/// KiB to 322.5 / 134.5 when that sort's merges began to resume across slices (the
+/// last merge of a 3M-sample profile's background sort was one task of every stack:
+/// a merge now stops when its slice is up; 322.3 / 134.2 KiB).
 /// Winning it back is tracked in the issue notes.
-const BUDGET_RAW: u64 = 322 * 1024;
-const BUDGET_GZ: u64 = 134 * 1024 + 256;
+const BUDGET_RAW: u64 = 322 * 1024 + 512;
+const BUDGET_GZ: u64 = 134 * 1024 + 512;
 
 const TARGET: &str = "wasm32-unknown-unknown";
 
