@@ -70,6 +70,8 @@ const phases = {};
 let wasm;
 
 self.onmessage = async (e) => {
+  // (A chart's request, `id`, is the series' own handler's: never a file to read.)
+  if (e.data.id !== undefined) return;
   const { input, name, beside, whole, many } = e.data;
   try {
     const started = performance.now();
@@ -237,26 +239,10 @@ async function series(name, fill, elves, format, many = false, huge = false, sou
     reader.free();
     return false;
   }
-  if (last > 0) self.postMessage({ series: summary, format });
-  // The chart first: it needs no symbols. Then the last frame, for the views.
-  progress(`symbolizing the last frame of ${name}`);
-  await need([last, last + 1]);
-  const first = performance.now();
-  const profile = reader.profile(last);
-  // The first conversion: the importer's code not yet optimized by the browser.
-  self.postMessage({ profile, format, first: performance.now() - first }, [profile.buffer]);
-  if (last === 0) {
-    reader.free();
-    return true;
-  }
   // The chart's requests, one at a time in order (each waits for the one before it:
   // reading a streamed capture's frames is asynchronous): a point's profile, the
   // growing functions, their values over a range of points (a range per request, so a
   // click waits for one range at most).
-  let queue = Promise.resolve();
-  self.onmessage = (e) => {
-    queue = queue.then(() => answer(e.data));
-  };
   const answer = async ({ id, frame, growing, areas }) => {
     try {
       if (growing) {
@@ -275,8 +261,33 @@ async function series(name, fill, elves, format, many = false, huge = false, sou
       }
     } catch (err) {
       self.postMessage({ id, error: String((err && err.message) || err) });
+    } finally {
+      try { reader.forget(); } catch { /* the answer above says what went wrong */ }
     }
-    reader.forget();
   };
+  // Taken from the moment the chart is posted: the chart asks at once, and a streamed
+  // capture's last frame is still being read then (an `await` on the file), so a
+  // request must not reach the handler that reads files (it failed the page with
+  // "Cannot read properties of undefined"). Answered once the last frame is out.
+  let ready;
+  let queue = new Promise((r) => { ready = r; });
+  if (last > 0) {
+    self.onmessage = (e) => {
+      queue = queue.then(() => answer(e.data));
+    };
+    self.postMessage({ series: summary, format });
+  }
+  // The chart first: it needs no symbols. Then the last frame, for the views.
+  progress(`symbolizing the last frame of ${name}`);
+  await need([last, last + 1]);
+  const first = performance.now();
+  const profile = reader.profile(last);
+  // The first conversion: the importer's code not yet optimized by the browser.
+  self.postMessage({ profile, format, first: performance.now() - first }, [profile.buffer]);
+  if (last === 0) {
+    reader.free();
+    return true;
+  }
+  ready();
   return true;
 }

@@ -8,6 +8,9 @@
 // type's rows), tops (every type's), importer, answers } } }) and OUT_DIR/NAME.png. A case
 // whose NAME starts with `series` is a capture the page charts: its case also has
 // `points` (the chart's) and `phases` (the importer's, with its wasm `memory` in bytes).
+// A case whose NAME ends in `_slowread` is read by an importer whose reads of a file's
+// parts each wait 300 ms first (a slow disk: its worker script patched on the way to the
+// page), so that the page's requests to the worker come while it is still reading.
 import fs from 'node:fs';
 import path from 'node:path';
 import { serve, launch } from './lib.mjs';
@@ -22,7 +25,10 @@ const browser = await launch();
 try {
   for (const [name, files] of cases) {
     const page = await browser.newPage({ viewport: { width: 1200, height: 520 }, deviceScaleFactor: 1 });
+    // (Not Playwright's 30 s: two cores shared with the test run's other work.)
+    page.setDefaultTimeout(120000);
     page.on('pageerror', (e) => result.errors.push(`${name}: ${e}`));
+    if (name.endsWith('_slowread')) await slowReads(page);
     await page.goto(`${server.url}/index.html`);
     await page.waitForSelector('[data-testid=file-input]', { state: 'attached' });
     await page.setInputFiles('[data-testid=file-input]', files);
@@ -68,4 +74,15 @@ try {
   fs.writeFileSync(path.join(outDir, 'result.json'), JSON.stringify(result, null, 1));
   await browser.close();
   server.close();
+}
+
+// Every read of a file's parts by the importer's worker waits 300 ms first.
+async function slowReads(page) {
+  await page.route('**/import-worker.js', async (route) => {
+    const res = await route.fetch();
+    const at = 'const need = async (...ranges) => {';
+    const body = await res.text();
+    if (!body.includes(at)) throw new Error(`import-worker.js has no \`${at}\` to slow down`);
+    await route.fulfill({ response: res, body: body.replace(at, `${at} await new Promise((r) => setTimeout(r, 300));`) });
+  });
 }
