@@ -181,7 +181,7 @@ fn inlined_frames_and_call_line_of_a_return_address() {
     );
 
     // Unsampled values at rate 1: exactly the sampled ones.
-    assert_eq!(p.sample[0].value, vec![2, 96, 1, 48]);
+    assert_eq!(p.sample[0].value[..], [2, 96, 1, 48]);
 }
 
 #[test]

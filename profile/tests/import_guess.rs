@@ -264,8 +264,8 @@ fn legacy_heap_profiles_are_unsampled_and_mapped() {
     // scale = 1 / (1 - exp(-1024/1024)) = 1.58197…
     let s = 1.0 / (1.0 - (-1.0f64).exp());
     assert_eq!(
-        p.sample[0].value,
-        vec![
+        p.sample[0].value[..],
+        [
             (4.0 * s) as i64,
             (4096.0 * s) as i64,
             (2.0 * s) as i64,
@@ -381,7 +381,7 @@ fn bad_gperftools_cpu_profiles_name_the_byte_offset() {
         vec![("samples", "count"), ("cpu", "nanoseconds")]
     );
     assert_eq!(p.sample.len(), 1);
-    assert_eq!(p.sample[0].value, vec![3, 3 * 10_000_000]);
+    assert_eq!(p.sample[0].value[..], [3, 3 * 10_000_000]);
 }
 
 /// Prefixes of the CPU, goroutine and contention goldens, and each with one byte

@@ -61,7 +61,7 @@ fn sample_profile() -> Profile {
 fn round_trip_gzip_and_raw() {
     let p = sample_profile();
     assert_eq!(p.sample.len(), 2);
-    assert_eq!(p.sample[0].value, vec![2, 128]);
+    assert_eq!(p.sample[0].value[..], [2, 128]);
     p.check_valid().unwrap();
     let gz = profile::encode(&p);
     assert!(profile::is_gzip(&gz));
@@ -179,7 +179,8 @@ fn validation_names_what_and_where() {
     profile::decode(&p.encode_to_vec()).unwrap();
 
     let mut p = good.clone();
-    p.sample[0].value.pop();
+    let v = &p.sample[0].value;
+    p.sample[0].value = v[..v.len() - 1].to_vec().into();
     assert_eq!(
         invalid(&p).to_string(),
         "sample 0 has 1 values but the profile has 2 sample types"
@@ -228,7 +229,7 @@ fn validation_names_what_and_where() {
 fn diff_is_new_minus_base_with_pprof_base_label() {
     let base = sample_profile();
     let mut new = sample_profile();
-    new.sample[0].value = vec![5, 320];
+    new.sample[0].value = vec![5, 320].into();
     let d = profile::diff(&base, &new).unwrap();
     d.check_valid().unwrap();
     // Net per stack = new - base.
@@ -258,7 +259,7 @@ fn diff_is_new_minus_base_with_pprof_base_label() {
     let mut other = sample_profile();
     other.sample_type.pop();
     for s in &mut other.sample {
-        s.value.pop();
+        s.value = s.value[..s.value.len() - 1].to_vec().into();
     }
     assert!(matches!(
         profile::diff(&base, &other),

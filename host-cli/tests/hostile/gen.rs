@@ -58,7 +58,7 @@ pub fn deep_pprof_gz(frames: usize) -> Vec<u8> {
         sample_type: vec![ValueType { r#type: 1, unit: 2 }],
         sample: vec![Sample {
             location_id: vec![1; frames].into(),
-            value: vec![4096],
+            value: vec![4096].into(),
             ..Default::default()
         }],
         location: vec![Location {
@@ -234,7 +234,7 @@ pub fn big_profile(samples: usize, stacks: usize, seed: u64) -> Vec<u8> {
             let live = rand(n as u64) as i64;
             Sample {
                 location_id: stack_list[s].clone().into(),
-                value: vec![n, n * size, live, live * size],
+                value: vec![n, n * size, live, live * size].into(),
                 label: vec![Label {
                     key: 4,
                     str: 0,

@@ -355,6 +355,7 @@ impl CompactDecoder {
             base,
             is_base,
             ids: Vec::new(),
+            vals: Vec::new(),
         })
     }
 }
@@ -372,6 +373,8 @@ pub struct Finishing {
     is_base: Vec<bool>,
     /// One sample's location ids (varints), reused.
     ids: Vec<u8>,
+    /// One sample's values, reused.
+    vals: Vec<i64>,
 }
 
 impl Finishing {
@@ -387,9 +390,12 @@ impl Finishing {
             // buffer, so that the stack is sized exactly.
             self.ids.clear();
             ids.varints(&mut self.ids);
+            // (The values through a buffer too: `values` makes them from a slice.)
+            self.vals.clear();
+            self.vals.extend(vals);
             self.p.sample.push(Sample {
                 location_id: Stack::from_varints(&self.ids),
-                value: vals.collect(),
+                value: profile::values(&self.vals),
                 label: match self.base {
                     Some((key, str)) if self.is_base[set as usize] => vec![Label {
                         key,

@@ -254,7 +254,7 @@ fn diff_against_base_shows_growth_relative_to_base_total() {
     let mut new2 = new.clone();
     new2.sample
         .retain(|s| s.value[0] == 100 || s.value[0] == 200);
-    new2.sample[0].value = vec![150, 15];
+    new2.sample[0].value = vec![150, 15].into();
     let d = profile::diff(&base, &new2).unwrap();
     let ix = Index::new(&d);
     let t = ix.top(0, &Filter::none()).unwrap();
@@ -675,7 +675,7 @@ fn sums_past_64_bits_are_refused_never_wrapped() {
     let mut one = build(&[1]);
     one.sample = vec![one.sample[0].clone(); 3];
     for (s, v) in one.sample.iter_mut().zip([i64::MAX, i64::MAX, 5]) {
-        s.value = vec![v];
+        s.value = vec![v].into();
     }
     let bytes = profile::encode(&one);
     let want = ValueOverflow {
@@ -695,12 +695,12 @@ fn sums_past_64_bits_are_refused_never_wrapped() {
     // Sums that fit merge as before, in both.
     let fit = build(&[1 << 61, 1 << 61, 1 << 61]);
     assert_eq!(fit.sample.len(), 1);
-    assert_eq!(fit.sample[0].value, [3 << 61]);
+    assert_eq!(fit.sample[0].value[..], [3 << 61]);
     let mut three = build(&[1 << 61]);
     three.sample = vec![three.sample[0].clone(); 3];
     let c = decode_compact(&profile::encode(&three)).unwrap();
     assert_eq!(c.sample.len(), 1);
-    assert_eq!(c.sample[0].value, [3 << 61]);
+    assert_eq!(c.sample[0].value[..], [3 << 61]);
     assert_eq!(Index::new(&c).total(0), Ok(3 << 61));
 }
 
@@ -829,7 +829,7 @@ fn compact_decode_of_gzip_answers_as_the_whole_file_decoder() {
     let s0 = p.sample[0].clone();
     for k in 0..120_000 {
         let mut s = s0.clone();
-        s.value = vec![k, 1];
+        s.value = vec![k, 1].into();
         s.location_id.extend([1 + k as u64 % 5]);
         p.sample.push(s);
     }

@@ -2,7 +2,7 @@
 //! locations and samples. One builder serves snapshot conversion and profile merging
 //! (diff), so both produce the same, deterministic id assignment.
 
-use super::{Function, Label, Line, Location, Mapping, Profile, Sample, Stack, ValueType};
+use super::{Function, Label, Line, Location, Mapping, Profile, Sample, Stack, ValueType, Values};
 use rustc_hash::FxHashMap as HashMap;
 
 /// Incrementally builds a valid [`Profile`]. Ids are assigned 1, 2, … in insertion
@@ -280,12 +280,17 @@ impl Builder {
 
     /// Adds a sample; samples with the same stack and labels are merged by summing
     /// their values. Labels are kept in the order given but compared as a set.
-    pub fn sample(&mut self, location_id: impl Into<Stack>, value: Vec<i64>, label: Vec<Label>) {
-        self.add_sample(location_id.into(), value, label);
+    pub fn sample(
+        &mut self,
+        location_id: impl Into<Stack>,
+        value: impl Into<Values>,
+        label: Vec<Label>,
+    ) {
+        self.add_sample(location_id.into(), value.into(), label);
     }
 
     /// [`Builder::sample`], not generic (one copy in the wasm).
-    fn add_sample(&mut self, location_id: Stack, value: Vec<i64>, label: Vec<Label>) {
+    fn add_sample(&mut self, location_id: Stack, value: Values, label: Vec<Label>) {
         sample_key(&mut self.key, &location_id, &label);
         let hash = {
             use std::hash::{Hash, Hasher};

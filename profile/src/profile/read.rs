@@ -8,7 +8,7 @@
 //! whole-file decoder as it reads them, by the merging one from its buffer of them
 //! once the stream has ended.
 
-use super::{lossy_strings, Label, Profile, ProfileError, Sample, Stack};
+use super::{lossy_strings, values, Label, Profile, ProfileError, Sample, Stack};
 
 /// The top-level field number of `Profile.sample`.
 pub(crate) const SAMPLE: u64 = 2;
@@ -65,7 +65,7 @@ impl RawSample<'_> {
         }
         Sample {
             location_id: Stack::from_varints(self.locs),
-            value: self.vals.to_vec(),
+            value: values(self.vals),
             label,
         }
     }
