@@ -198,9 +198,9 @@ async function streamCapture(reader, input, name) {
 // capture has fewer than two good frames: the plain path shows it as its last snapshot,
 // with its message; unless the capture is too big for that path (`huge`, streamed):
 // then its one good frame is shown, or its error. Files that are not a series (`many`)
-// are an error naming the file. `source`: the file a streamed capture's frames are read
+// are an error naming the file. `captureFile`: the file a streamed capture's frames are read
 // from again when asked for.
-async function series(name, fill, elves, format, many = false, huge = false, source = null) {
+async function series(name, fill, elves, format, many = false, huge = false, captureFile = null) {
   const reader = new SeriesReader();
   const parsing = performance.now();
   for (const [n, b] of elves) {
@@ -219,7 +219,7 @@ async function series(name, fill, elves, format, many = false, huge = false, sou
     summary = { points: [] };
   }
   // (A streamed capture is read while it is decoded: that reading is `read`.)
-  phases.decode = performance.now() - decoding - (source ? phases.read : 0);
+  phases.decode = performance.now() - decoding - (captureFile ? phases.read : 0);
   phases.memory = wasm.memory.buffer.byteLength;
   summary.phases = phases;
   summary.name = name;
@@ -230,7 +230,7 @@ async function series(name, fill, elves, format, many = false, huge = false, sou
     for (const [from, to] of ranges) {
       const spans = reader.spans(from, to);
       for (let k = 0; k < spans.length; k += 2) {
-        reader.provide(spans[k], new Uint8Array(await source.slice(spans[k], spans[k + 1]).arrayBuffer()));
+        reader.provide(spans[k], new Uint8Array(await captureFile.slice(spans[k], spans[k + 1]).arrayBuffer()));
       }
     }
   };

@@ -7,7 +7,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use sampler_core::snapshot::{
-    decode_frame_in, decode_frames, decode_frames_with, encode_framed_to_vec, Detail, FrameStream,
+    decode_frame_in, decode_frames, decode_frames_with, encode_framed_to_vec, CaptureStream, Detail,
 };
 
 fuzz_target!(|data: &[u8]| {
@@ -39,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
     for detail in [Detail::Full, Detail::Totals] {
         let mut whole = Vec::new();
         decode_frames_with(data, detail, |f| whole.push(f));
-        let mut stream = FrameStream::new(usize::MAX, detail);
+        let mut stream = CaptureStream::new(usize::MAX, detail);
         let mut pushed = Vec::new();
         for chunk in data.chunks(step) {
             stream.push(chunk, |f| pushed.push(f));

@@ -296,7 +296,7 @@ fn run(cli: Cli) -> Result<()> {
             let text = match (format, &snap) {
                 (Format::Text, Some(snap)) => Some(export::legacy_text(snap, Some(&p))),
                 (Format::Folded, _) => {
-                    let i = p.sample_index(&sample_index).map_err(anyhow::Error::msg)?;
+                    let i = sample_index_of(&p, Some(&sample_index))?;
                     Some(export::folded(&p, i))
                 }
                 _ => None,
@@ -837,15 +837,22 @@ fn numbered(path: &Path, i: usize) -> PathBuf {
     path.with_file_name(name)
 }
 
+/// The sample index a `--sample-index` asks for: the profile's default when the flag
+/// is absent or empty (as pprof's `-sample_index=`).
+fn sample_index_of(p: &Profile, flag: Option<&str>) -> Result<usize> {
+    match flag {
+        Some(name) if !name.is_empty() => p.sample_index(name).map_err(anyhow::Error::msg),
+        _ => Ok(p.default_sample_index()),
+    }
+}
+
 fn print_top(
     p: &Profile,
     sample_index: Option<&str>,
     n: Option<usize>,
     signed: bool,
 ) -> Result<()> {
-    let i = p
-        .sample_index(sample_index.unwrap_or(""))
-        .map_err(anyhow::Error::msg)?;
+    let i = sample_index_of(p, sample_index)?;
     let table = analysis::top(p, i, &Filter::none())?;
     let (ty, unit) = p.sample_types().get(i).copied().unwrap_or(("", ""));
     // pprof's header (`ProfileLabels`): the comments not starting with `#` (a heapsnap

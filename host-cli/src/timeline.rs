@@ -20,7 +20,7 @@ pub struct Growth {
 
 /// Where the in-use figures come from, for the header: the same for every row, or
 /// mixed (then the rows say).
-fn source_of(rows: &[Row]) -> &'static str {
+fn in_use_from(rows: &[Row]) -> &'static str {
     let exact = rows
         .iter()
         .filter(|r| r.point.in_use.is_some_and(|u| u.exact))
@@ -36,7 +36,7 @@ fn source_of(rows: &[Row]) -> &'static str {
     }
 }
 
-fn source_word(p: &heapsnap_profile::import::series::Point) -> &'static str {
+fn in_use_from_word(p: &heapsnap_profile::import::series::Point) -> &'static str {
     match p.in_use {
         Some(u) if u.exact => "exact",
         Some(_) => "sampled",
@@ -74,7 +74,7 @@ pub fn table(s: &Points, growth: Option<&Growth>) -> String {
     } else {
         let _ = writeln!(o, "{good} snapshot(s)");
     }
-    let _ = writeln!(o, "in use: {}", source_of(pts));
+    let _ = writeln!(o, "in use: {}", in_use_from(pts));
     let mixed = pts.iter().any(|r| r.point.in_use.is_some_and(|u| u.exact))
         && pts.iter().any(|r| !r.point.in_use.is_some_and(|u| u.exact));
     let timed = pts.iter().any(|r| r.point.timestamp.is_some());
@@ -112,7 +112,7 @@ pub fn table(s: &Points, growth: Option<&Growth>) -> String {
             opt(item.offset),
         );
         if mixed {
-            let _ = write!(o, " {:>11}", source_word(p));
+            let _ = write!(o, " {:>11}", in_use_from_word(p));
         }
         let drops = drops_text(p, " ");
         let _ = write!(o, "  {}", if drops.is_empty() { "-" } else { &drops });
@@ -181,7 +181,7 @@ pub fn csv(s: &Points, growth: Option<&Growth>) -> String {
             blank(p.cycle.map(|v| v.to_string())),
             blank(p.in_use.map(|u| u.bytes.to_string())),
             blank(p.in_use.map(|u| u.objects.to_string())),
-            source_word(p),
+            in_use_from_word(p),
             csv_field(&drops_text(p, ";")),
             blank(p.timestamp.map(|t| t.ticks.to_string())),
             blank(p.timestamp.map(|t| t.ticks_per_second.to_string())),

@@ -92,7 +92,11 @@ fn accessors() {
         .sample_index("2")
         .unwrap_err()
         .contains("outside the range [0..1]"));
-    assert_eq!(p.sample_index(""), Ok(1));
+    assert_eq!(
+        p.sample_index(""),
+        Err("sample index \"\" must be one of: alloc_objects, inuse_space".into()),
+        "none asked for is default_sample_index(), not a name"
+    );
     assert_eq!(p.comments(), vec!["hello"]);
     assert_eq!(p.str(9999), "");
     let mut q = p.clone();

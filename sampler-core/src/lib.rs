@@ -73,15 +73,15 @@ pub mod sampler;
     all(feature = "riscv-rt", target_arch = "riscv64", target_os = "none")
 ))]
 mod semihosting;
-mod source;
 pub mod stack;
 pub mod tables;
+mod view;
 
 pub use alloc::ProfiledAlloc;
 pub use counters::{CounterInfo, Counters, HeapTotals, ELF_MACHINE};
 pub use mailbox::{MailboxError, SnapshotMailbox};
 pub use profiler::{Profiler, Recorded};
-pub use source::{ProfilerView, SnapshotError};
 #[cfg(all(feature = "std", unix))]
 pub use stack::HostStack;
 pub use stack::{Captured, FramePointerStack, NoStack, StackRange, StackSource};
+pub use view::{ProfilerView, SnapshotError};

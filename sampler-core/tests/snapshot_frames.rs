@@ -280,14 +280,14 @@ fn streamed_capture_yields_the_frames_of_the_whole_capture() {
 /// it, its errors at their offsets in the capture.
 #[test]
 fn pushed_chunks_yield_the_frames_of_the_whole_capture_and_frames_decode_from_a_window() {
-    use sampler_core::snapshot::FrameStream;
+    use sampler_core::snapshot::CaptureStream;
     use sampler_core::snapshot::{decode_frame, decode_frame_in, decode_frames_with, Detail};
     let cap = mixed_capture(1500);
     let mut whole = Vec::new();
     decode_frames_with(&cap, Detail::Totals, |f| whole.push(f));
     assert_eq!(whole.len(), 5);
     for step in [1, 2, 7, 512, 513, 4096, 1 << 20] {
-        let mut stream = FrameStream::new(4096, Detail::Totals);
+        let mut stream = CaptureStream::new(4096, Detail::Totals);
         let mut pushed = Vec::new();
         for chunk in cap.chunks(step) {
             assert_eq!(stream.position(), pushed_len(&cap, chunk) as u64);

@@ -74,8 +74,8 @@ impl Registers {
     /// Read registers from text: one per line, `NAME=VALUE`, `NAME VALUE` or gdb's
     /// `info registers` line (`r4   0x20001234   536875572`: the first value counts);
     /// empty lines and `#` comments skipped. Values are hex (`0x…`) or decimal.
-    /// `source` names the file in messages.
-    pub fn parse_text(&mut self, machine: u16, text: &str, source: &str) -> Result<(), String> {
+    /// `file` names the file in messages.
+    pub fn parse_text(&mut self, machine: u16, text: &str, file: &str) -> Result<(), String> {
         for (i, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -88,7 +88,7 @@ impl Registers {
                     .map(|(n, v)| (n, v.trim()))
                     .ok_or_else(|| {
                         format!(
-                            "{source}:{}: `{line}`: expected NAME=VALUE or NAME VALUE (e.g. r4=0x20001234, or gdb's `info registers`)",
+                            "{file}:{}: `{line}`: expected NAME=VALUE or NAME VALUE (e.g. r4=0x20001234, or gdb's `info registers`)",
                             i + 1
                         )
                     })?,
@@ -99,7 +99,7 @@ impl Registers {
                 // vector registers as `{…}`: only a general-purpose one is an error.
                 if register_number(machine, &name.to_ascii_lowercase())?.is_some() {
                     return Err(format!(
-                        "{source}:{}: register {name}: `{value}` is not a number (hex 0x… or decimal)",
+                        "{file}:{}: register {name}: `{value}` is not a number (hex 0x… or decimal)",
                         i + 1
                     ));
                 }
@@ -107,7 +107,7 @@ impl Registers {
                 continue;
             };
             self.set(machine, name, v)
-                .map_err(|e| format!("{source}:{}: {e}", i + 1))?;
+                .map_err(|e| format!("{file}:{}: {e}", i + 1))?;
         }
         Ok(())
     }
@@ -489,7 +489,7 @@ fn is_return_address(elf: &Elf, v: u64) -> bool {
     match elf.follows_call(v) {
         Some(call) => call,
         // Not ARM Thumb: a word in a function's code.
-        None => !elf.is_arm() && elf.frames_at(v).1 != crate::Source::None,
+        None => !elf.is_arm() && elf.frames_at(v).1 != crate::FoundIn::None,
     }
 }
 

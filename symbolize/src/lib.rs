@@ -53,9 +53,9 @@ pub enum SymbolizeError {
     },
 }
 
-/// Where the frames of an address came from.
+/// Where in the ELF the frames of an address were found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Source {
+pub enum FoundIn {
     /// DWARF: functions, files, lines, inlined frames.
     Dwarf,
     /// The ELF symbol table only: a function name, no file or line.
@@ -363,13 +363,13 @@ impl Elf {
     /// Frames at a *return address* (already an ELF virtual address): the Thumb bit is
     /// cleared on ARM and one is subtracted so the lookup lands on the call instruction,
     /// not on the line after it. Innermost (inlined) frame first.
-    pub fn frames_at_return_address(&self, vaddr: u64) -> (Vec<SymFrame>, Source) {
+    pub fn frames_at_return_address(&self, vaddr: u64) -> (Vec<SymFrame>, FoundIn) {
         let a = if self.arm { vaddr & !1 } else { vaddr };
         self.frames_at(a.saturating_sub(1))
     }
 
     /// Frames at an exact code address, innermost first.
-    pub fn frames_at(&self, probe: u64) -> (Vec<SymFrame>, Source) {
+    pub fn frames_at(&self, probe: u64) -> (Vec<SymFrame>, FoundIn) {
         if let Some(ctx) = &self.ctx {
             let mut out = Vec::new();
             if let Ok(mut it) = ctx.find_frames(probe).skip_all_loads() {
@@ -433,7 +433,7 @@ impl Elf {
                         f.system_name = name.clone();
                     }
                 }
-                return (out, Source::Dwarf);
+                return (out, FoundIn::Dwarf);
             }
             if let Some(name) = self.symbol(probe) {
                 let (file, line, column) = out
@@ -448,11 +448,11 @@ impl Elf {
                         line,
                         column,
                     }],
-                    Source::Dwarf,
+                    FoundIn::Dwarf,
                 );
             }
             if !out.is_empty() {
-                return (out, Source::Dwarf);
+                return (out, FoundIn::Dwarf);
             }
         }
         match self.symbol(probe) {
@@ -462,9 +462,9 @@ impl Elf {
                     system_name: name,
                     ..Default::default()
                 }],
-                Source::Symtab,
+                FoundIn::Symtab,
             ),
-            None => (Vec::new(), Source::None),
+            None => (Vec::new(), FoundIn::None),
         }
     }
 

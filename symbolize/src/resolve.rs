@@ -2,7 +2,7 @@
 //! id (or by name when the snapshot has none), PIE addresses translated through the
 //! mapping and the ELF's program headers; firmware (no mappings) at link addresses.
 
-use crate::{Elf, Source};
+use crate::{Elf, FoundIn};
 use heapsnap_profile::import::{
     hex, mapping_index, snapshot_mappings, to_profile_limited, Resolved, Symbols,
 };
@@ -383,14 +383,14 @@ impl Symbols for Resolver<'_> {
             };
             (mi, elf, vaddr)
         };
-        let (frames, source) = match (elf, vaddr) {
+        let (frames, found_in) = match (elf, vaddr) {
             (Some(e), Some(v)) => e.frames_at_return_address(v),
-            _ => (Vec::new(), Source::None),
+            _ => (Vec::new(), FoundIn::None),
         };
         Resolved {
             mapping,
             frames,
-            dwarf: source == Source::Dwarf,
+            dwarf: found_in == FoundIn::Dwarf,
         }
     }
 }

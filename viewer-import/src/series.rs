@@ -22,7 +22,7 @@ use heapsnap_profile::profile::{Mapping, Profile};
 use heapsnap_symbolize::{snapshot_profile, Elf, Resolver};
 use prost::Message;
 use sampler_core::decoded::Snapshot;
-use sampler_core::snapshot::{Detail, FrameStream};
+use sampler_core::snapshot::{CaptureStream, Detail};
 use serde_json::json;
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -39,7 +39,7 @@ pub struct SeriesReader {
     names: Vec<String>,
     files: Vec<Vec<u8>>,
     /// The capture being streamed, until [`SeriesReader::read`].
-    streaming: Option<(FrameStream, CaptureRows)>,
+    streaming: Option<(CaptureStream, CaptureRows)>,
     /// Slices of a streamed capture (`(offset, bytes)`) handed over for a request.
     windows: Vec<(usize, Vec<u8>)>,
     /// ELF bytes by name: parsed for each conversion (an [`Elf`] is consumed by the
@@ -123,7 +123,7 @@ impl SeriesReader {
             .max((size as u64).min(self.limits.input_size));
         let max_frame = usize::try_from(self.limits.input_size).unwrap_or(usize::MAX);
         let rows = self.outline.begin_capture(name, file);
-        self.streaming = Some((FrameStream::new(max_frame, Detail::Totals), rows));
+        self.streaming = Some((CaptureStream::new(max_frame, Detail::Totals), rows));
     }
 
     /// The next slice of the capture being streamed; the frames it ends are outlined.

@@ -107,13 +107,13 @@ pub fn kind_of(s: &Snapshot) -> Kind<'_> {
 
 /// Where a snapshot read from a legacy profile came from, carried in its `version`
 /// (heapsnap's own versions start at 1; these are 0 and the top of the range): reports
-/// name the source, and the conversion shows the sample types pprof shows for it.
+/// name the program, and the conversion shows the sample types pprof shows for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Legacy {
     /// The snapshot version that stands for this origin.
     pub version: u16,
     /// The program that wrote the file, for reports.
-    pub source: &'static str,
+    pub program: &'static str,
     /// What it measures.
     pub kind: Kind<'static>,
     /// A heap file keeps allocation totals apart from what is in use. Without them (the
@@ -123,19 +123,19 @@ pub struct Legacy {
     pub allocations: bool,
 }
 
-const fn heap(version: u16, source: &'static str, allocations: bool) -> Legacy {
+const fn heap(version: u16, program: &'static str, allocations: bool) -> Legacy {
     Legacy {
         version,
-        source,
+        program,
         kind: Kind::Heap,
         allocations,
     }
 }
 
-const fn other(version: u16, source: &'static str, kind: Kind<'static>) -> Legacy {
+const fn other(version: u16, program: &'static str, kind: Kind<'static>) -> Legacy {
     Legacy {
         version,
-        source,
+        program,
         kind,
         allocations: true,
     }
@@ -558,12 +558,12 @@ fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
 /// A `heap profile:` file, as pprof's `parseHeap` reads it (gperftools and Go's
 /// `debug=1` heap profiles are one format): the header, records, `#` comment lines
 /// skipped (Go's symbolized frames and `runtime.MemStats`), and the maps section.
-/// `source` names the writer in reports (see [`LEGACY`]).
+/// `program` names the writer in reports (see [`LEGACY`]).
 pub(super) fn read_heap(
     format: &'static str,
     bytes: &[u8],
     limits: &Limits,
-    source: &str,
+    program: &str,
 ) -> Result<Input, InputError> {
     let ((n, header), mut lines) = header(format, bytes)?;
     let (totals, kind) = header
@@ -605,7 +605,7 @@ pub(super) fn read_heap(
     }
     let origin = LEGACY
         .iter()
-        .find(|l| l.source == source && l.allocations == allocations)
+        .find(|l| l.program == program && l.allocations == allocations)
         .unwrap_or(&LEGACY[0]);
     Ok(r.finish(origin))
 }

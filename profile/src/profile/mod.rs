@@ -101,18 +101,17 @@ impl Profile {
         self.sample_type.len().saturating_sub(1)
     }
 
-    /// Resolves a `-sample_index` argument as pprof does: empty = the default, a number
+    /// Resolves a sample type asked for (a `-sample_index` value) as pprof does: a number
     /// = that index, else a sample type name (an `inuse_` prefix may be left off or added
-    /// for legacy profiles with types `space`/`objects`).
+    /// for legacy profiles with types `space`/`objects`). When none is asked for (pprof's
+    /// empty `-sample_index`), the caller takes
+    /// [`default_sample_index`](Self::default_sample_index): an empty name is no type.
     pub fn sample_index(&self, name: &str) -> Result<usize, String> {
         let names: Vec<&str> = self
             .sample_type
             .iter()
             .map(|t| self.str(t.r#type))
             .collect();
-        if name.is_empty() {
-            return Ok(self.default_sample_index());
-        }
         if let Ok(i) = name.parse::<i64>() {
             return if i >= 0 && (i as u64) < names.len() as u64 {
                 Ok(i as usize)

@@ -25,7 +25,7 @@ pub use self::crc::crc32;
 #[cfg(feature = "decode")]
 pub use self::reader::{
     decode, decode_detail, decode_frame, decode_frame_in, decode_frames, decode_frames_from,
-    decode_frames_with, decode_prefix, Capture, DecodeError, Detail, Frame, FrameStream,
+    decode_frames_with, decode_prefix, Capture, CaptureFrame, CaptureStream, DecodeError, Detail,
 };
 pub use self::sink::FnSink;
 pub use self::writer::{

@@ -598,7 +598,7 @@ impl<'a> Reader<'a> {
 
 /// One frame found in a raw serial capture, with where it was and what it held.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Frame {
+pub struct CaptureFrame {
     /// Byte offset of the frame's first (COBS-encoded) byte in the capture.
     pub offset: usize,
     /// Encoded length, without the `0x00` delimiter.
@@ -610,7 +610,7 @@ pub struct Frame {
 /// Every frame of a raw serial capture, in order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Capture {
-    pub frames: Vec<Frame>,
+    pub frames: Vec<CaptureFrame>,
 }
 
 impl Capture {
@@ -624,7 +624,7 @@ impl Capture {
     }
 
     /// Frames that were not valid snapshots (garbage, torn, corrupt).
-    pub fn bad(&self) -> impl Iterator<Item = &Frame> {
+    pub fn bad(&self) -> impl Iterator<Item = &CaptureFrame> {
         self.frames.iter().filter(|f| f.result.is_err())
     }
 
@@ -649,7 +649,7 @@ pub fn decode_frames(capture: &[u8]) -> Capture {
 /// `on_frame` in capture order (none held here). With [`Detail::Totals`], the frames
 /// are good and bad as [`decode_frames`] finds them; a good one is read in full again
 /// by [`decode_frame`] from its offset and length.
-pub fn decode_frames_with(capture: &[u8], detail: Detail, mut on_frame: impl FnMut(Frame)) {
+pub fn decode_frames_with(capture: &[u8], detail: Detail, mut on_frame: impl FnMut(CaptureFrame)) {
     let mut frames = Vec::new();
     let mut start = 0;
     while start < capture.len() {
@@ -667,7 +667,7 @@ pub fn decode_frames_with(capture: &[u8], detail: Detail, mut on_frame: impl FnM
     }
 }
 
-/// The good frame of `capture` at `offset`, `len` bytes long (as a [`Frame`] of
+/// The good frame of `capture` at `offset`, `len` bytes long (as a [`CaptureFrame`] of
 /// [`decode_frames_with`] said), decoded in full; its errors at their offsets in the
 /// capture (a frame past the capture's end is an error saying so).
 pub fn decode_frame(capture: &[u8], offset: usize, len: usize) -> Result<Snapshot> {
@@ -706,10 +706,10 @@ pub fn decode_frame_in(window: &[u8], base: usize, offset: usize, len: usize) ->
 pub fn decode_frames_from(
     mut input: impl std::io::Read,
     max_frame: usize,
-    mut on_frame: impl FnMut(Frame),
+    mut on_frame: impl FnMut(CaptureFrame),
 ) -> std::io::Result<u64> {
     let mut buf = vec![0u8; 64 << 10];
-    let mut stream = FrameStream::new(max_frame, Detail::Full);
+    let mut stream = CaptureStream::new(max_frame, Detail::Full);
     loop {
         let n = match input.read(&mut buf) {
             Ok(0) => break,
@@ -729,7 +729,7 @@ pub fn decode_frames_from(
 /// the frame being read is held, up to `max_frame` bytes (a longer one is a bad frame
 /// naming the limit).
 #[derive(Debug)]
-pub struct FrameStream {
+pub struct CaptureStream {
     max_frame: usize,
     detail: Detail,
     /// The frame being read: its bytes (unless too long), its offset, its length.
@@ -738,14 +738,14 @@ pub struct FrameStream {
     len: usize,
     /// Bytes pushed so far.
     read: u64,
-    out: Vec<Frame>,
+    out: Vec<CaptureFrame>,
 }
 
-impl FrameStream {
+impl CaptureStream {
     /// A stream that holds frames up to `max_frame` bytes and decodes each as `detail`
     /// says.
-    pub fn new(max_frame: usize, detail: Detail) -> FrameStream {
-        FrameStream {
+    pub fn new(max_frame: usize, detail: Detail) -> CaptureStream {
+        CaptureStream {
             max_frame,
             detail,
             pending: Vec::new(),
@@ -762,7 +762,7 @@ impl FrameStream {
     }
 
     /// Reads the next bytes of the capture; every frame they end goes to `on_frame`.
-    pub fn push(&mut self, chunk: &[u8], mut on_frame: impl FnMut(Frame)) {
+    pub fn push(&mut self, chunk: &[u8], mut on_frame: impl FnMut(CaptureFrame)) {
         let mut rest = chunk;
         while !rest.is_empty() {
             if self.len == 0 {
@@ -815,15 +815,15 @@ impl FrameStream {
 
     /// Ends the capture: a last frame without its delimiter is reported (torn, or a
     /// snapshot if it decodes whole). Returns the bytes read.
-    pub fn finish(mut self, mut on_frame: impl FnMut(Frame)) -> u64 {
+    pub fn finish(mut self, mut on_frame: impl FnMut(CaptureFrame)) -> u64 {
         self.end_frame(false, &mut on_frame);
         self.read
     }
 
-    fn end_frame(&mut self, terminated: bool, on_frame: &mut impl FnMut(Frame)) {
+    fn end_frame(&mut self, terminated: bool, on_frame: &mut impl FnMut(CaptureFrame)) {
         let (start, len, max_frame) = (self.start, self.len, self.max_frame);
         if len > max_frame {
-            on_frame(Frame {
+            on_frame(CaptureFrame {
                 offset: start as usize,
                 len,
                 result: Err(DecodeError::BadFrame {
@@ -862,7 +862,7 @@ fn split_chunk(
     offset: usize,
     terminated: bool,
     detail: Detail,
-    out: &mut Vec<Frame>,
+    out: &mut Vec<CaptureFrame>,
 ) {
     let whole = decode_cobs(chunk, terminated, detail);
     let starts = chunk
@@ -872,7 +872,7 @@ fn split_chunk(
         .filter(|(_, w)| *w == MAGIC)
         .map(|(i, _)| i - 1);
     if whole.is_ok() || starts.clone().next().is_none() {
-        out.push(Frame {
+        out.push(CaptureFrame {
             offset,
             len: chunk.len(),
             result: whole.map_err(|e| in_capture(e, chunk, offset)),
@@ -883,7 +883,7 @@ fn split_chunk(
     for to in starts.chain(std::iter::once(chunk.len())) {
         let last = to == chunk.len();
         let piece = &chunk[from..to];
-        out.push(Frame {
+        out.push(CaptureFrame {
             offset: offset + from,
             len: to - from,
             result: decode_cobs(piece, terminated || !last, detail)

@@ -142,7 +142,7 @@ pub fn comments(s: &Snapshot) -> Vec<String> {
             format!(
                 "# read from a legacy {} profile ({}): word size {} (from the addresses), {rate}",
                 l.kind.describe(),
-                l.source,
+                l.program,
                 s.word_size
             ),
             format!("# counters: {}", counters.join(" ")),
@@ -183,7 +183,7 @@ pub fn report(s: &Snapshot, name: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) ->
             o,
             "format           legacy {} profile ({})",
             l.kind.describe(),
-            l.source
+            l.program
         );
     } else {
         let _ = writeln!(o, "format version   {}", s.version);

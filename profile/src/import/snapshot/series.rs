@@ -125,7 +125,7 @@ pub fn capture_series(name: &str, bytes: &[u8]) -> Series {
 
 /// One frame of the capture `name` as a series sees it: the good frame number `good`
 /// (its name `name@good`), or a bad frame.
-fn frame_item(name: &str, good: usize, f: snapshot::Frame) -> Result<Item, BadFrame> {
+fn frame_item(name: &str, good: usize, f: snapshot::CaptureFrame) -> Result<Item, BadFrame> {
     match f.result {
         Ok(snapshot) => Ok(Item {
             name: format!("{name}@{good}"),
@@ -429,7 +429,7 @@ impl Outline {
     /// Starts adding the capture `name`, the file `file` of the series (its index in
     /// the bytes later given to [`Outline::input`]). Its frames come in capture order
     /// ([`Outline::add_frame`]: from [`snapshot::decode_frames_with`] over the whole
-    /// capture, or from a [`snapshot::FrameStream`] fed its slices), then
+    /// capture, or from a [`snapshot::CaptureStream`] fed its slices), then
     /// [`Outline::end_capture`].
     pub fn begin_capture(&self, name: &str, file: usize) -> CaptureRows {
         CaptureRows {
@@ -443,7 +443,7 @@ impl Outline {
 
     /// The next frame of the capture `c`: a good one is a row (its totals, where it is),
     /// a bad one is kept with its offset and error.
-    pub fn add_frame(&mut self, c: &mut CaptureRows, f: snapshot::Frame) {
+    pub fn add_frame(&mut self, c: &mut CaptureRows, f: snapshot::CaptureFrame) {
         c.frames += 1;
         let len = f.len;
         match frame_item(&c.name, self.rows.len() - c.first, f) {
@@ -1005,7 +1005,7 @@ mod tests {
     }
 
     /// A capture pushed a slice at a time into an outline ([`Outline::begin_capture`]
-    /// and a [`snapshot::FrameStream`], as the browser reads a capture too big to hold)
+    /// and a [`snapshot::CaptureStream`], as the browser reads a capture too big to hold)
     /// has the points of the capture read whole; each point, decoded from a window
     /// holding only its frame ([`Outline::frame_span`]), is the point read whole.
     #[test]
@@ -1021,7 +1021,7 @@ mod tests {
         for step in [1, 5, 512, 1000, 1 << 20] {
             let mut o = Outline::default();
             let mut c = o.begin_capture("cap", 0);
-            let mut stream = snapshot::FrameStream::new(1 << 20, snapshot::Detail::Totals);
+            let mut stream = snapshot::CaptureStream::new(1 << 20, snapshot::Detail::Totals);
             for chunk in cap.chunks(step) {
                 stream.push(chunk, |f| o.add_frame(&mut c, f));
             }
@@ -1041,7 +1041,7 @@ mod tests {
         // Every frame bad: the error of the capture read whole.
         let mut o = Outline::default();
         let mut c = o.begin_capture("c", 0);
-        let mut stream = snapshot::FrameStream::new(1 << 20, snapshot::Detail::Totals);
+        let mut stream = snapshot::CaptureStream::new(1 << 20, snapshot::Detail::Totals);
         stream.push(&bad, |f| o.add_frame(&mut c, f));
         stream.finish(|f| o.add_frame(&mut c, f));
         o.end_capture(c);
