@@ -395,7 +395,7 @@ fn decoders_read_every_encoding_as_prost_does() {
     let merged = heapsnap_profile::analysis::decode_compact(&raw).unwrap();
     let mut want = by_prost.clone();
     for s in &mut want.sample {
-        s.label.retain(|l| l.str != 0);
+        s.label = s.label.iter().filter(|l| l.str != 0).copied().collect();
     }
     assert_eq!(merged, want);
 }

@@ -240,7 +240,8 @@ pub fn big_profile(samples: usize, stacks: usize, seed: u64) -> Vec<u8> {
                     str: 0,
                     num: size,
                     num_unit: 0,
-                }],
+                }]
+                .into(),
             }
         })
         .collect();

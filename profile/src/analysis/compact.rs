@@ -355,7 +355,6 @@ impl CompactDecoder {
             base,
             is_base,
             ids: Vec::new(),
-            vals: Vec::new(),
         })
     }
 }
@@ -373,8 +372,6 @@ pub struct Finishing {
     is_base: Vec<bool>,
     /// One sample's location ids (varints), reused.
     ids: Vec<u8>,
-    /// One sample's values, reused.
-    vals: Vec<i64>,
 }
 
 impl Finishing {
@@ -390,20 +387,18 @@ impl Finishing {
             // buffer, so that the stack is sized exactly.
             self.ids.clear();
             ids.varints(&mut self.ids);
-            // (The values through a buffer too: `values` makes them from a slice.)
-            self.vals.clear();
-            self.vals.extend(vals);
             self.p.sample.push(Sample {
                 location_id: Stack::from_varints(&self.ids),
-                value: profile::values(&self.vals),
+                value: vals.collect(),
                 label: match self.base {
                     Some((key, str)) if self.is_base[set as usize] => vec![Label {
                         key,
                         str,
                         num: 0,
                         num_unit: 0,
-                    }],
-                    _ => Vec::new(),
+                    }]
+                    .into(),
+                    _ => Vec::new().into(),
                 },
             });
         }

@@ -341,20 +341,22 @@ fn compact_decoder_is_independent_of_how_the_input_is_cut() {
     p.string_table
         .extend(["thread".into(), "io".into(), "bytes".into()]);
     for (i, s) in p.sample.iter_mut().enumerate() {
-        s.label.push(profile::Label {
+        let mut label = Vec::from(std::mem::take(&mut s.label));
+        label.push(profile::Label {
             key: k + 2,
             str: 0,
             num: 16 * i as i64,
             num_unit: 0,
         });
         if i % 2 == 0 {
-            s.label.push(profile::Label {
+            label.push(profile::Label {
                 key: k,
                 str: k + 1,
                 num: 0,
                 num_unit: 0,
             });
         }
+        s.label = label.into();
     }
     let raw = p.encode_to_vec();
     let whole = decode_compact(&raw).unwrap();
@@ -514,12 +516,14 @@ fn compact_decode_agrees_with_prost_on_mutated_input() {
     let bytes_key = p.string_table.len() as i64;
     p.string_table.push("bytes".into());
     for (k, s) in p.sample.iter_mut().enumerate() {
-        s.label.push(profile::Label {
+        let mut label = Vec::from(std::mem::take(&mut s.label));
+        label.push(profile::Label {
             key: bytes_key,
             str: 0,
             num: 64 * k as i64,
             num_unit: bytes_key,
         });
+        s.label = label.into();
     }
     let raw = p.encode_to_vec();
     let mut x = 0x9e37_79b9_7f4a_7c15u64;

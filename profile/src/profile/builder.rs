@@ -305,7 +305,7 @@ impl Builder {
             // compared only when there are two labels or more to order).
             let same = s.location_id == location_id
                 && s.label.len() == label.len()
-                && (s.label == label
+                && (*s.label == *label
                     || label.len() > 1 && {
                         sample_key(&mut self.other, &s.location_id, &s.label);
                         self.other == self.key
@@ -340,7 +340,7 @@ impl Builder {
         self.p.sample.push(Sample {
             location_id,
             value,
-            label,
+            label: label.into(),
         });
     }
 

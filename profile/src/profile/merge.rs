@@ -238,10 +238,11 @@ fn add<'s>(
             ids.push(new_id(&location_pos, &locations, id));
         }
         s.location_id = ids.as_slice().into();
+        let mut label = Vec::from(s.label);
         if base {
-            s.label.retain(|l| p.str(l.key) != DIFF_BASE_LABEL.0);
+            label.retain(|l| p.str(l.key) != DIFF_BASE_LABEL.0);
         }
-        for l in &mut s.label {
+        for l in &mut label {
             *l = Label {
                 key: b.string(p.str(l.key)),
                 str: b.string(p.str(l.str)),
@@ -255,15 +256,15 @@ fn add<'s>(
             }
             let (key, str) = (b.string(DIFF_BASE_LABEL.0), b.string(DIFF_BASE_LABEL.1));
             // Room for one more, not the doubling of a push (35 MB of a 52 MB base).
-            s.label.reserve_exact(1);
-            s.label.push(Label {
+            label.reserve_exact(1);
+            label.push(Label {
                 key,
                 str,
                 num: 0,
                 num_unit: 0,
             });
         }
-        b.sample(s.location_id, s.value, s.label);
+        b.sample(s.location_id, s.value, label);
     }
     Ok(())
 }

@@ -66,7 +66,7 @@ impl RawSample<'_> {
         Sample {
             location_id: Stack::from_varints(self.locs),
             value: values(self.vals),
-            label,
+            label: label.into(),
         }
     }
 }
