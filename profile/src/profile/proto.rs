@@ -72,17 +72,7 @@ pub type Labels = Box<[Label]>;
 #[cfg(target_arch = "wasm32")]
 pub type Labels = Vec<Label>;
 
-/// A sample's values, one per sample type: natively held in the sample when there are
-/// four or fewer (a heap profile has four, a CPU profile two), so that a profile of
-/// millions of samples does not make an allocation for each one's values (`heapsnap
-/// top` on a Go heap profile of 2.5 million samples: peak RSS 505 -> 427 MB). Read and
-/// changed as a slice; made by [`values`]. Written here rather than taken from
-/// `smallvec`, whose generic code was 1.7 KiB of the viewer's wasm.
-///
-/// In the wasm (the viewer) a `Vec`: there a pointer is half the size, so the inline
-/// array would double the sample: with it the page's memory grew, where it was meant to
-/// shrink (the 5 MB Go heap profile: wasm memory 238.8 -> 253.7 MB; likely the one
-/// block of all samples, twice as large, where the small value blocks filled holes).
+/// See the native definition.
 #[cfg(target_arch = "wasm32")]
 pub type Values = Vec<i64>;
 
@@ -98,7 +88,17 @@ pub fn values(v: &[i64]) -> Values {
     Values::from_slice(v)
 }
 
-/// See the `wasm32` definition.
+/// A sample's values, one per sample type: natively held in the sample when there are
+/// four or fewer (a heap profile has four, a CPU profile two), so that a profile of
+/// millions of samples does not make an allocation for each one's values (`heapsnap
+/// top` on a Go heap profile of 2.5 million samples: peak RSS 505 -> 427 MB). Read and
+/// changed as a slice; made by [`values`]. Written here rather than taken from
+/// `smallvec`, whose generic code was 1.7 KiB of the viewer's wasm.
+///
+/// In the wasm (the viewer) a `Vec`: there a pointer is half the size, so the inline
+/// array would double the sample: with it the page's memory grew, where it was meant to
+/// shrink (the 5 MB Go heap profile: wasm memory 238.8 -> 253.7 MB; likely the one
+/// block of all samples, twice as large, where the small value blocks filled holes).
 #[cfg(not(target_arch = "wasm32"))]
 #[derive(Clone)]
 pub enum Values {
@@ -423,7 +423,7 @@ pub(crate) fn push_varint(out: &mut Vec<u8>, mut id: u64) {
 }
 
 /// The ids of a [`Stack`], leaf first; also the analysis index's reader of its
-/// varint frames ([`StackIds::over`]).
+/// varint frames (`StackIds::over`).
 #[derive(Clone)]
 pub struct StackIds<'a> {
     bytes: &'a [u8],
