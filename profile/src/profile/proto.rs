@@ -60,13 +60,63 @@ pub struct Sample {
     pub label: Labels,
 }
 
-/// A sample's labels: natively a boxed slice, not a `Vec` (most samples have none, and
-/// 8 bytes less a sample is 20 MB of a profile of 2.5 million: `heapsnap top` on the
-/// 30 MB Go heap profile 427 -> 408 MB peak, under three times its raw size). In the
-/// wasm a `Vec`, as before: there it saved no memory the page showed and cost 0.2 KiB.
-/// Made from a `Vec` by `into()`, changed through `Vec::from(..)`.
+/// A sample's labels, read as a slice: natively one pointer, to a `Vec` held only when
+/// there are labels (most samples have none: on a Go heap profile of 2.5 million
+/// samples, each of the 16 bytes a `Vec` takes beyond it is 2.5 MB; `heapsnap top` on
+/// the 30 MB one went 427 -> 408 MB peak with a boxed slice, and less again with
+/// this). In the wasm a `Vec`, as before: there a boxed slice saved no memory the
+/// page showed and cost 0.2 KiB. Made from a `Vec` by `into()`, changed through
+/// `Vec::from(..)`.
 #[cfg(not(target_arch = "wasm32"))]
-pub type Labels = Box<[Label]>;
+#[derive(Clone, Default, PartialEq)]
+// The box is the point: one pointer in the sample, the `Vec` only where there are labels.
+#[allow(clippy::box_collection)]
+pub struct Labels(Option<Box<Vec<Label>>>);
+
+#[cfg(not(target_arch = "wasm32"))]
+impl std::ops::Deref for Labels {
+    type Target = [Label];
+    fn deref(&self) -> &[Label] {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl From<Vec<Label>> for Labels {
+    fn from(v: Vec<Label>) -> Self {
+        Labels((!v.is_empty()).then(|| Box::new(v)))
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl From<Labels> for Vec<Label> {
+    fn from(l: Labels) -> Self {
+        l.0.map(|v| *v).unwrap_or_default()
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl FromIterator<Label> for Labels {
+    fn from_iter<I: IntoIterator<Item = Label>>(it: I) -> Self {
+        it.into_iter().collect::<Vec<_>>().into()
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl<'a> IntoIterator for &'a Labels {
+    type Item = &'a Label;
+    type IntoIter = std::slice::Iter<'a, Label>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl std::fmt::Debug for Labels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
 
 /// See the native definition.
 #[cfg(target_arch = "wasm32")]
@@ -539,7 +589,8 @@ mod tests {
         // The point of `Values`: no allocation per sample of a heap or CPU profile, and
         // a sample no larger than its stack, its values and its labels' `Vec`.
         assert!(std::mem::size_of::<Values>() <= 40);
-        assert!(std::mem::size_of::<Sample>() <= 80);
+        assert!(std::mem::size_of::<Labels>() <= 8);
+        assert!(std::mem::size_of::<Sample>() <= 64);
         for n in 0..=6 {
             let v: Vec<i64> = (1..=n).map(|i| i * -7).collect();
             let collected: Values = v.iter().copied().collect();
@@ -558,6 +609,27 @@ mod tests {
             }
         }
         assert!(Values::default().is_empty());
+    }
+
+    #[test]
+    #[cfg(not(target_arch = "wasm32"))]
+    fn labels_read_as_a_slice_and_none_hold_nothing() {
+        let l = |k| Label {
+            key: k,
+            str: k + 1,
+            num: 0,
+            num_unit: 0,
+        };
+        for v in [vec![], vec![l(1)], vec![l(1), l(3)]] {
+            let labels = Labels::from(v.clone());
+            assert_eq!(labels.0.is_none(), v.is_empty(), "no block for no labels");
+            assert_eq!(&*labels, v.as_slice());
+            assert_eq!(labels, v.iter().copied().collect());
+            assert_eq!(format!("{labels:?}"), format!("{v:?}"));
+            assert_eq!(Vec::from(labels.clone()), v);
+            assert_eq!((&labels).into_iter().count(), v.len());
+        }
+        assert_eq!(Labels::default(), Labels::from(vec![]));
     }
     use prost::Message;
 
