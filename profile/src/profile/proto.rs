@@ -152,9 +152,12 @@ pub fn values(v: &[i64]) -> Values {
 #[cfg(not(target_arch = "wasm32"))]
 #[derive(Clone)]
 pub enum Values {
-    /// Up to four values: the first `.0`.
+    /// Up to four values: the first `.0`. (Not made outside this crate, so that `.0`
+    /// is never past four: made by [`values`], `from_slice`, `from` or `collect`.)
+    #[non_exhaustive]
     Inline(u8, [i64; 4]),
     /// More.
+    #[non_exhaustive]
     Heap(Box<[i64]>),
 }
 
