@@ -347,12 +347,10 @@ impl State {
             return;
         };
         let p = &ix.profile;
-        let si = if self.sample.is_empty() {
-            p.default_sample_index()
-        } else {
-            p.sample_index(&self.sample)
-                .unwrap_or_else(|_| p.default_sample_index())
-        };
+        // (None chosen, "", is no type: the default, as is a type the profile lacks.)
+        let si = p
+            .sample_index(&self.sample)
+            .unwrap_or_else(|_| p.default_sample_index());
         let (filter, filter_error) = match crate::regex::filter(&self.focus, &self.ignore) {
             Ok(f) => (f, None),
             Err(e) => (Filter::none(), Some(e.to_string())),

@@ -373,7 +373,7 @@ fn read(bytes: &[u8], limits: &Limits) -> Result<Input, InputError> {
         let labels = size
             .map(|s| vec![b.num_label("bytes", s, "")])
             .unwrap_or_default();
-        b.sample(ids, values.to_vec(), labels);
+        b.sample(ids, crate::profile::values(&values), labels);
     }
     // pprof's addLegacyFrameInfo, by the sample types.
     let (drop, keep) = super::snapshot::legacy_frames(match ty {

@@ -264,7 +264,7 @@ pub fn to_profile_limited(
         budget.charge(6 + locs.len() as u64, at)?;
         samples += 1;
         budget.cap("table-entries", samples, || "samples".into(), at)?;
-        c.b.sample(locs, values.to_vec(), label);
+        c.b.sample(locs, crate::profile::values(values), label);
     }
     progress(total, total);
     Ok(c.finish())
