@@ -222,6 +222,23 @@ impl Budget {
         Err(self.over_budget(at()))
     }
 
+    /// Entries left to charge.
+    #[cfg(test)]
+    pub(crate) fn left(&self) -> u64 {
+        self.max - self.used.min(self.max)
+    }
+
+    /// Charges `n` entries when they fit, and says so: nothing is charged when they do
+    /// not (the caller then charges them piecemeal, with [`Self::charge`]'s error).
+    pub(crate) fn charge_within(&mut self, n: u64) -> bool {
+        let used = self.used.saturating_add(n);
+        let fits = used <= self.max;
+        if fits {
+            self.used = used;
+        }
+        fits
+    }
+
     /// The error of [`Self::charge`], built in one place (not once per caller).
     #[cold]
     #[inline(never)]

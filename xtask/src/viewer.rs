@@ -40,10 +40,13 @@ use std::process::Command;
 /// and its background build after the first paint: 321.9 / 134.1 KiB); by 0.5 / 0.25
 /// KiB to 322.5 / 134.5 when that sort's merges began to resume across slices (the
 /// last merge of a 3M-sample profile's background sort was one task of every stack:
-/// a merge now stops when its slice is up; 322.3 / 134.2 KiB).
+/// a merge now stops when its slice is up; 322.3 / 134.2 KiB); by 0.5 / 0.25 KiB to
+/// 323 / 134.75 when the index's and validation's per-frame id lookups moved into
+/// `pprof-scan` at opt-level 3 with their varints decoded in line (issue 19: the 5 MB
+/// Go heap profile's first flame graph 1,004 → 775 ms, the index 215 → 100 ms).
 /// Winning it back is tracked in the issue notes.
-const BUDGET_RAW: u64 = 322 * 1024 + 512;
-const BUDGET_GZ: u64 = 134 * 1024 + 512;
+const BUDGET_RAW: u64 = 323 * 1024;
+const BUDGET_GZ: u64 = 134 * 1024 + 768;
 
 const TARGET: &str = "wasm32-unknown-unknown";
 

@@ -762,6 +762,12 @@ fn sliced_builds_are_the_whole_builds() {
     }
     let sliced = build.finish();
     assert!(steps > 100, "{steps} steps");
+    // Natively the whole build is two halves on two threads: every sample's frames
+    // as the sliced build found them, the halves joined where they meet.
+    for i in 0..p.sample.len() {
+        let frames = |ix: &Index<'_>| ix.root_first(i).copied().collect::<Vec<_>>();
+        assert_eq!(frames(&whole), frames(&sliced), "sample {i}");
+    }
     let filter = Filter::none();
     let tree = whole.flame(0, &filter);
     let mut f = sliced.flame_build(0, &filter);

@@ -79,9 +79,14 @@ impl IdIndex {
     /// sample (see the crate docs on size and speed in wasm).
     #[inline(never)]
     pub(crate) fn extend(&self, out: &mut Vec<u32>, ids: &Stack) {
-        for id in ids {
-            if let Some(i) = self.get(id) {
-                out.push(i);
+        match self {
+            IdIndex::Dense(t) => pprof_scan::positions(t, ids.varints(), out),
+            IdIndex::Sparse(_) => {
+                for id in ids {
+                    if let Some(i) = self.get(id) {
+                        out.push(i);
+                    }
+                }
             }
         }
     }
@@ -89,7 +94,10 @@ impl IdIndex {
     /// The first of `ids` not in the table. Not inlined, as [`IdIndex::extend`].
     #[inline(never)]
     pub(crate) fn first_missing(&self, ids: &Stack) -> Option<u64> {
-        ids.iter().find(|&id| self.get(id).is_none())
+        match self {
+            IdIndex::Dense(t) => pprof_scan::first_missing(t, ids.varints()),
+            IdIndex::Sparse(_) => ids.iter().find(|&id| self.get(id).is_none()),
+        }
     }
 }
 

@@ -352,6 +352,11 @@ impl Stack {
         }
     }
 
+    /// The ids' varint bytes, as profile.proto packs them.
+    pub(crate) fn varints(&self) -> &[u8] {
+        &self.0
+    }
+
     /// Number of ids (each varint ends in its one byte under 0x80).
     pub fn len(&self) -> usize {
         self.0.iter().filter(|&&b| b < 0x80).count()

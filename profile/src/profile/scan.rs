@@ -418,13 +418,19 @@ fn value(
                 return Err(cx.wire(at, path, &"recursion limit reached"));
             }
             let body = bytes(cx, pos, path)?;
+            // The usual sample in one loop (natively only: in the viewer it saved 3 %
+            // of the first flame graph on a 5 MB Go heap profile for 1.1 KiB of
+            // bundle), else field by field.
+            let plain = !cfg!(target_arch = "wasm32")
+                && std::ptr::eq(fields, SAMPLE)
+                && plain_sample(budget, body);
             let end = *pos;
             let sub = Ctx {
                 raw: &cx.raw[..end],
                 inflated: cx.inflated,
                 base: cx.base,
             };
-            let mut p = end - body.len();
+            let mut p = if plain { end } else { end - body.len() };
             // Per field of this message (by tag): elements so far.
             let mut counts = [0u64; 16];
             while p < end {
@@ -474,6 +480,123 @@ fn value(
         return Err(cx.over_cap(at, path, fd, *count, limit));
     }
     Ok(())
+}
+
+/// A sample in the usual layout (location ids and values as varints, packed or not;
+/// labels of known varint fields), checked and charged in one loop: most of a large
+/// profile's bytes, which the field-by-field walk of [`one_field`] reads at a third of
+/// the speed. It accepts only what that walk accepts, and charges what it charges
+/// (entries, and the depth and label limits on the totals, which only grow). `false`,
+/// with nothing charged, for anything else (another layout, a malformed byte, a limit
+/// passed): the walk then reads the sample and says what is wrong, and where.
+fn plain_sample(budget: &mut Budget, b: &[u8]) -> bool {
+    let (mut ids, mut vals, mut labels) = (0u64, 0u64, 0u64);
+    let mut p = 0;
+    while let Some(&k) = b.get(p) {
+        p += 1;
+        let ok = match k {
+            // location_id, value: one varint.
+            0x08 | 0x10 => {
+                *(if k == 0x08 { &mut ids } else { &mut vals }) += 1;
+                varint(b, &mut p).is_ok()
+            }
+            // location_id, value: packed.
+            0x0a | 0x12 => match plain_body(b, &mut p).and_then(plain_packed) {
+                Some(n) => {
+                    *(if k == 0x0a { &mut ids } else { &mut vals }) += n;
+                    true
+                }
+                None => false,
+            },
+            // label: key, str, num, num_unit.
+            0x1a => {
+                labels += 1;
+                plain_body(b, &mut p).is_some_and(|l| {
+                    let mut q = 0;
+                    while let Some(&lk) = l.get(q) {
+                        q += 1;
+                        if !matches!(lk, 0x08 | 0x10 | 0x18 | 0x20) || varint(l, &mut q).is_err() {
+                            return false;
+                        }
+                    }
+                    true
+                })
+            }
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
+    }
+    let l = &budget.limits;
+    ids <= l.stack_depth
+        && labels <= l.labels_per_sample
+        && budget.charge_within(ids + vals + labels)
+}
+
+/// A length-delimited body for [`plain_sample`] (its length a valid varint, its bytes
+/// all there).
+fn plain_body<'a>(b: &'a [u8], p: &mut usize) -> Option<&'a [u8]> {
+    let n = varint(b, p).ok()?;
+    let body = b.get(*p..)?.get(..usize::try_from(n).ok()?)?;
+    *p += body.len();
+    Some(body)
+}
+
+/// The number of varints of a packed body for [`plain_sample`], as [`packed`] counts
+/// and checks them: eight bytes at a time, each byte's top bit (more to come) taken
+/// into a mask. A varint of ten bytes or more (a negative value) is a run of nine
+/// continuation bytes, which spans two words: the bytes are then counted one by one,
+/// and the tenth checked.
+fn plain_packed(body: &[u8]) -> Option<u64> {
+    let mut words = body.chunks_exact(8);
+    let (mut n, mut run) = (0u64, 0u32);
+    for w in &mut words {
+        let w = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        // Bit i of `m`: byte i continues its varint.
+        let m =
+            (((w >> 7) & 0x0101_0101_0101_0101).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u8;
+        n += u64::from(8 - m.count_ones());
+        if m == 0xff {
+            run += 8;
+        } else {
+            if run + m.trailing_ones() >= 9 {
+                return packed_slowly(body);
+            }
+            run = m.leading_ones();
+        }
+        if run >= 9 {
+            return packed_slowly(body);
+        }
+    }
+    for &b in words.remainder() {
+        if b < 0x80 {
+            n += 1;
+            run = 0;
+        } else {
+            run += 1;
+            if run >= 9 {
+                return packed_slowly(body);
+            }
+        }
+    }
+    (run == 0).then_some(n)
+}
+
+/// [`plain_packed`] a byte at a time, the tenth byte of a varint checked.
+fn packed_slowly(body: &[u8]) -> Option<u64> {
+    let (mut n, mut run) = (0u64, 0u32);
+    for &b in body {
+        run += 1;
+        if run == 10 && b > 1 {
+            return None;
+        }
+        if b < 0x80 {
+            n += 1;
+            run = 0;
+        }
+    }
+    (run == 0).then_some(n)
 }
 
 /// Skips a field prost does not know, as prost does (groups included).
@@ -631,4 +754,184 @@ fn packed(cx: &Ctx<'_>, body: &[u8], at: usize, path: &Path<'_>) -> Result<u64, 
         return Err(cx.wire(at, path, &"packed field ends inside a varint"));
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::Limits;
+    use proptest::prelude::*;
+
+    /// The field-by-field walk of a sample's body (what [`plain_sample`] stands in
+    /// for): its answer and the entries it charged.
+    fn walked(limits: &Limits, body: &[u8]) -> (bool, u64) {
+        let mut budget = Budget::new(limits, body.len() as u64);
+        let before = budget.left();
+        let cx = Ctx {
+            raw: body,
+            inflated: false,
+            base: 0,
+        };
+        let path = Path {
+            parent: None,
+            name: "sample",
+            index: Some(0),
+        };
+        let mut counts = [0u64; 16];
+        let mut p = 0;
+        let mut ok = true;
+        while ok && p < body.len() {
+            ok = one_field(
+                &cx,
+                &mut budget,
+                &mut p,
+                SAMPLE,
+                &path,
+                false,
+                1,
+                &mut counts,
+            )
+            .is_ok();
+        }
+        (ok, before - budget.left())
+    }
+
+    fn plain(limits: &Limits, body: &[u8]) -> (bool, u64) {
+        let mut budget = Budget::new(limits, body.len() as u64);
+        let before = budget.left();
+        let ok = plain_sample(&mut budget, body);
+        (ok, before - budget.left())
+    }
+
+    fn varint_bytes(mut v: u64, out: &mut Vec<u8>) {
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    fn delimited(key: u8, body: &[u8], out: &mut Vec<u8>) {
+        out.push(key);
+        varint_bytes(body.len() as u64, out);
+        out.extend_from_slice(body);
+    }
+
+    /// A sample body as producers write it: packed or one-by-one ids and values
+    /// (negative values: ten-byte varints), labels of varint fields.
+    fn sample_body() -> impl Strategy<Value = Vec<u8>> {
+        let ids = prop::collection::vec(prop_oneof![1u64..200, 1u64..1 << 40], 0..40);
+        let vals = prop::collection::vec(prop_oneof![0i64..1000, any::<i64>()], 0..5);
+        let labels =
+            prop::collection::vec(prop::collection::vec((1u8..5, any::<u64>()), 0..5), 0..4);
+        (ids, vals, labels, any::<bool>(), any::<bool>()).prop_map(
+            |(ids, vals, labels, pack_ids, pack_vals)| {
+                let mut b = Vec::new();
+                if pack_ids {
+                    let mut body = Vec::new();
+                    ids.iter().for_each(|&i| varint_bytes(i, &mut body));
+                    delimited(0x0a, &body, &mut b);
+                } else {
+                    for &i in &ids {
+                        b.push(0x08);
+                        varint_bytes(i, &mut b);
+                    }
+                }
+                if pack_vals {
+                    let mut body = Vec::new();
+                    vals.iter().for_each(|&v| varint_bytes(v as u64, &mut body));
+                    delimited(0x12, &body, &mut b);
+                } else {
+                    for &v in &vals {
+                        b.push(0x10);
+                        varint_bytes(v as u64, &mut b);
+                    }
+                }
+                for l in &labels {
+                    let mut body = Vec::new();
+                    for &(t, v) in l {
+                        body.push(t << 3);
+                        varint_bytes(v, &mut body);
+                    }
+                    delimited(0x1a, &body, &mut b);
+                }
+                b
+            },
+        )
+    }
+
+    /// Bytes changed as a hostile file would: flipped, cut, inserted.
+    fn damaged() -> impl Strategy<Value = Vec<u8>> {
+        (
+            sample_body(),
+            prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..4),
+        )
+            .prop_map(|(mut b, edits)| {
+                for (at, byte, how) in edits {
+                    if b.is_empty() {
+                        b.push(byte);
+                        continue;
+                    }
+                    let i = at.index(b.len());
+                    match how {
+                        0 => b[i] = byte,
+                        1 => b.truncate(i),
+                        _ => b.insert(i, byte),
+                    }
+                }
+                b
+            })
+    }
+
+    proptest! {
+        /// A well-formed sample takes the fast path, which charges what the walk does.
+        #[test]
+        fn plain_samples_are_read_as_the_walk_reads_them(body in sample_body()) {
+            let limits = Limits::default();
+            prop_assert_eq!(plain(&limits, &body), walked(&limits, &body));
+            prop_assert!(plain(&limits, &body).0);
+        }
+
+        /// Whatever the bytes, the fast path never accepts what the walk refuses, and
+        /// charges what it does when it accepts; over a limit, it leaves the sample to
+        /// the walk (which names the limit).
+        #[test]
+        fn the_fast_path_accepts_nothing_the_walk_refuses(body in damaged(), depth in 0u64..50, labels in 0u64..5) {
+            for limits in [Limits::default(), Limits { stack_depth: depth, labels_per_sample: labels, ..Limits::default() }] {
+                let (fast, charged) = plain(&limits, &body);
+                if fast {
+                    prop_assert_eq!((true, charged), walked(&limits, &body));
+                } else {
+                    prop_assert_eq!(charged, 0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn long_varints_are_checked_at_their_tenth_byte() {
+        // -1 as a varint (ten bytes, the tenth 1), at every alignment.
+        for lead in 0..9 {
+            let mut body = vec![1u8; lead];
+            varint_bytes(u64::MAX, &mut body);
+            body.push(5);
+            assert_eq!(plain_packed(&body), Some(lead as u64 + 2), "lead {lead}");
+            assert_eq!(packed_slowly(&body), Some(lead as u64 + 2));
+            // The tenth byte past 1: over 64 bits.
+            let tenth = lead + 9;
+            body[tenth] = 2;
+            assert_eq!(plain_packed(&body), None, "lead {lead}");
+            // Ends inside a varint.
+            assert_eq!(plain_packed(&body[..tenth]), None, "lead {lead}");
+        }
+        // Short varints, the last one cut, at every length (the word loop's end and
+        // its remainder's).
+        for n in 1..20 {
+            let mut body = vec![1u8; n];
+            assert_eq!(plain_packed(&body), Some(n as u64));
+            body[n - 1] = 0x81;
+            assert_eq!(plain_packed(&body), None, "length {n}");
+            assert_eq!(packed_slowly(&body), None, "length {n}");
+        }
+    }
 }
