@@ -30,6 +30,8 @@
 //! size-optimized bundle.
 
 pub mod analysis;
+#[cfg(not(target_arch = "wasm32"))]
+mod beside;
 pub mod export;
 pub mod import;
 #[cfg(feature = "snapshot")]

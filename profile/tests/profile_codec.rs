@@ -229,6 +229,46 @@ fn validation_names_what_and_where() {
     assert_eq!(invalid(&p), Invalid::NoSampleTypes { samples: 2 });
 }
 
+/// A large profile's samples are checked by halves on two threads: still the first
+/// bad sample is the one named, in either half, with its own index.
+#[test]
+fn the_first_bad_sample_of_many_is_named() {
+    let mut p = sample_profile();
+    let one = p.sample[0].clone();
+    p.sample = vec![one; 40_000];
+    p.check_valid().unwrap();
+    let dangling = |p: &mut Profile, i: usize| {
+        p.sample[i].location_id = vec![1, 77].into();
+    };
+    let mut late = p.clone();
+    dangling(&mut late, 30_000);
+    assert_eq!(
+        invalid(&late),
+        Invalid::DanglingLocation {
+            sample: 30_000,
+            location: 77
+        }
+    );
+    dangling(&mut late, 25_000);
+    let v = &late.sample[39_999].value;
+    late.sample[39_999].value = v[..1].to_vec().into();
+    assert_eq!(
+        invalid(&late),
+        Invalid::DanglingLocation {
+            sample: 25_000,
+            location: 77
+        }
+    );
+    dangling(&mut late, 3);
+    assert_eq!(
+        invalid(&late),
+        Invalid::DanglingLocation {
+            sample: 3,
+            location: 77
+        }
+    );
+}
+
 #[test]
 fn diff_is_new_minus_base_with_pprof_base_label() {
     let base = sample_profile();

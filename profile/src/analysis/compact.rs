@@ -382,26 +382,29 @@ impl Finishing {
         let left = self.g.len();
         let stop = left.saturating_sub(n);
         for k in (stop..left).rev() {
-            let (ids, vals, set) = self.g.group(k);
-            // The key's varints as they are (a `Stack` is varints too), through one
-            // buffer, so that the stack is sized exactly.
-            self.ids.clear();
-            ids.varints(&mut self.ids);
-            self.p.sample.push(Sample {
-                location_id: Stack::from_varints(&self.ids),
-                value: vals.collect(),
-                label: match self.base {
-                    Some((key, str)) if self.is_base[set as usize] => vec![Label {
-                        key,
-                        str,
-                        num: 0,
-                        num_unit: 0,
-                    }]
-                    .into(),
-                    _ => Vec::new().into(),
-                },
-            });
+            let s = merged(&self.g, k, self.base, &self.is_base, &mut self.ids);
+            self.p.sample.push(s);
         }
+        self.g.truncate(stop);
+        stop == 0
+    }
+
+    /// [`Finishing::step`] with the slice's two halves built on two threads (the CLI).
+    #[cfg(not(target_arch = "wasm32"))]
+    fn step_beside(&mut self, n: usize) -> bool {
+        let left = self.g.len();
+        let stop = left.saturating_sub(n);
+        let mid = stop + (left - stop) / 2;
+        let (g, base, is_base) = (&self.g, self.base, &self.is_base);
+        let build = |ks: std::ops::Range<usize>| -> Vec<Sample> {
+            let mut ids = Vec::new();
+            let samples = ks.rev().map(|k| merged(g, k, base, is_base, &mut ids));
+            samples.collect()
+        };
+        let (high, low) =
+            crate::beside::beside(left - stop, || build(mid..left), || build(stop..mid));
+        self.p.sample.extend(high);
+        self.p.sample.extend(low);
         self.g.truncate(stop);
         stop == 0
     }
@@ -410,6 +413,9 @@ impl Finishing {
     /// (errors as [`CompactDecoder::finish`]).
     pub fn finish(mut self) -> Result<Profile, Option<ProfileError>> {
         // In slices too, so that the groups' memory goes as the samples' comes.
+        #[cfg(not(target_arch = "wasm32"))]
+        while !self.step_beside(1 << 17) {}
+        #[cfg(target_arch = "wasm32")]
         while !self.step(1 << 16) {}
         drop(self.g);
         // Built from the last group back: in the file's order again.
@@ -417,6 +423,35 @@ impl Finishing {
         // Invalid: the full decode reports it with the file's own sample indices.
         self.p.check_valid().map_err(|_| None)?;
         Ok(self.p)
+    }
+}
+
+/// Group `k` as the sample it stands for: its stack's varints as they are (a `Stack`
+/// is varints too), through `ids`, so that the stack is sized exactly; the diff-base
+/// label where its label set has it.
+fn merged(
+    g: &Groups,
+    k: usize,
+    base: Option<(i64, i64)>,
+    is_base: &[bool],
+    ids: &mut Vec<u8>,
+) -> Sample {
+    let (stack, vals, set) = g.group(k);
+    ids.clear();
+    stack.varints(ids);
+    Sample {
+        location_id: Stack::from_varints(ids),
+        value: vals.collect(),
+        label: match base {
+            Some((key, str)) if is_base[set as usize] => vec![Label {
+                key,
+                str,
+                num: 0,
+                num_unit: 0,
+            }]
+            .into(),
+            _ => Vec::new().into(),
+        },
     }
 }
 

@@ -255,7 +255,7 @@ impl<'p> IndexBuild<'p> {
                 .map(|l| at[l as usize].1 as usize)
                 .sum()
         };
-        let (na, nb) = beside(|| count(a), || count(b));
+        let (na, nb) = crate::beside::beside(samples.len(), || count(a), || count(b));
         let mut frames = vec![0u8; na + nb];
         let mut ends = vec![0u32; samples.len()];
         let (fa, fb) = frames.split_at_mut(na);
@@ -272,7 +272,7 @@ impl<'p> IndexBuild<'p> {
                 *end = (base + pos) as u32;
             }
         };
-        beside(|| fill(a, fa, ea, 0), || fill(b, fb, eb, na));
+        crate::beside::beside(samples.len(), || fill(a, fa, ea, 0), || fill(b, fb, eb, na));
         if let Some((k, v)) = self.base_label {
             let labelled = |s: &Sample| s.label.iter().any(|l| l.key == k && l.str == v);
             self.ix.base = samples.iter().map(labelled).collect();
@@ -637,30 +637,6 @@ fn positions(ids: Vec<u64>) -> IdIndex {
 /// Mapping id → its position in `profile.mapping` (for file names of unsymbolized frames).
 fn mapping_positions(profile: &Profile) -> IdIndex {
     positions(profile.mapping.iter().map(|m| m.id).collect())
-}
-
-/// Runs `a` and `b`, `b` on a thread of its own when one can start (native only: the
-/// CLI's index, see [`IndexBuild::all_at_once`]).
-#[cfg(not(target_arch = "wasm32"))]
-fn beside<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + Send) -> (A, B) {
-    let slot = std::sync::Mutex::new(Some(b));
-    let take = || slot.lock().ok().and_then(|mut b| b.take());
-    std::thread::scope(|s| {
-        let spawned = std::thread::Builder::new()
-            .name("heapsnap index".into())
-            .spawn_scoped(s, || take().map(|b| b()));
-        let ra = a();
-        let rb = match spawned.map(|h| h.join()) {
-            Ok(Ok(Some(rb))) => rb,
-            Ok(Err(panic)) => std::panic::resume_unwind(panic),
-            // No thread: `b` runs here.
-            _ => match take() {
-                Some(b) => b(),
-                None => unreachable!("b was taken by a thread that returned it"),
-            },
-        };
-        (ra, rb)
-    })
 }
 
 /// [`push_frames`] into a slice sized for them (the counted index), from `pos`: where

@@ -279,6 +279,70 @@ fn diff_against_base_shows_growth_relative_to_base_total() {
     );
 }
 
+/// A profile large enough that the CLI builds its merged samples, validates them and
+/// indexes them by halves on two threads: the samples come out as the whole-file
+/// decoder's in the file's order (each stack's first sample, summed), and every figure
+/// is the same.
+#[test]
+fn large_compact_decodes_are_built_by_halves_in_order() {
+    let mut b = Builder::new();
+    b.sample_type("inuse_space", "bytes");
+    let locs: Vec<u64> = (0..40u64)
+        .map(|i| {
+            let f = b.function(&format!("f{i}"), "", "x.go", 1);
+            b.location(0, 0x10 * (i + 1), vec![line(f, 1)], false)
+        })
+        .collect();
+    let mut x = 11u64;
+    let mut stacks = Vec::new();
+    for _ in 0..60_000 {
+        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        let stack: Vec<u64> = (0..2 + (x >> 60))
+            .map(|d| locs[(x.rotate_right(5 * d as u32 + 3) % 40) as usize])
+            .collect();
+        stacks.push(stack);
+    }
+    let mut p = b.finish();
+    // Written one sample per stack occurrence, as a file has them (the builder merges).
+    p.sample = stacks
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Sample {
+            location_id: s.as_slice().into(),
+            value: vec![i as i64 % 7 + 1].into(),
+            label: Vec::new().into(),
+        })
+        .collect();
+    let c = decode_compact(&p.encode_to_vec()).unwrap();
+    let mut first: Vec<(Vec<u64>, i64)> = Vec::new();
+    let mut at: std::collections::HashMap<Vec<u64>, usize> = Default::default();
+    for s in &p.sample {
+        let k = s.location_id.to_vec();
+        match at.get(&k) {
+            Some(&i) => first[i].1 += s.value[0],
+            None => {
+                at.insert(k.clone(), first.len());
+                first.push((k, s.value[0]));
+            }
+        }
+    }
+    assert!(first.len() > 1 << 15, "{} stacks", first.len());
+    let got: Vec<(Vec<u64>, i64)> = c
+        .sample
+        .iter()
+        .map(|s| (s.location_id.to_vec(), s.value[0]))
+        .collect();
+    assert_eq!(got, first);
+    assert_eq!(
+        top(&c, 0, &Filter::none()).unwrap(),
+        top(&p, 0, &Filter::none()).unwrap()
+    );
+    assert_eq!(
+        Index::new(&c).flame(0, &Filter::none()),
+        Index::new(&p).flame(0, &Filter::none())
+    );
+}
+
 #[test]
 fn compact_decode_merges_equal_stacks_and_keeps_every_figure() {
     let mut p = sample_profile();

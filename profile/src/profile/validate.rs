@@ -1,7 +1,7 @@
 //! The one validation of a profile (pprof's `CheckValid`), run by the decoder and before
 //! writing, so operations can index ids and strings without re-checking.
 
-use super::{IdIndex, IdProblem, Invalid, Profile};
+use super::{IdIndex, IdProblem, Invalid, Profile, Sample};
 
 impl Profile {
     /// Checks the invariants pprof's `CheckValid` and decoder check: one value per
@@ -43,22 +43,43 @@ impl Profile {
                 }
             }
         }
-        for (i, s) in self.sample.iter().enumerate() {
-            if s.value.len() != want {
-                return Err(Invalid::ValueCount {
-                    sample: i,
-                    got: s.value.len(),
-                    want,
-                });
+        // The first bad sample of `half` (whose first is sample `from`).
+        let locations = &locations;
+        let first_bad = |half: &[Sample], from: usize| -> Option<Invalid> {
+            for (i, s) in half.iter().enumerate() {
+                if s.value.len() != want {
+                    return Some(Invalid::ValueCount {
+                        sample: from + i,
+                        got: s.value.len(),
+                        want,
+                    });
+                }
+                if let Some(bad) = locations.first_missing(&s.location_id) {
+                    return Some(Invalid::DanglingLocation {
+                        sample: from + i,
+                        location: bad,
+                    });
+                }
             }
-            if let Some(bad) = locations.first_missing(&s.location_id) {
-                return Err(Invalid::DanglingLocation {
-                    sample: i,
-                    location: bad,
-                });
-            }
+            None
+        };
+        // Natively by halves on two threads (the first half's problem first).
+        #[cfg(not(target_arch = "wasm32"))]
+        let bad = {
+            let (a, b) = self.sample.split_at(self.sample.len() / 2);
+            let (bad_a, bad_b) = crate::beside::beside(
+                self.sample.len(),
+                || first_bad(a, 0),
+                || first_bad(b, a.len()),
+            );
+            bad_a.or(bad_b)
+        };
+        #[cfg(target_arch = "wasm32")]
+        let bad = first_bad(&self.sample, 0);
+        match bad {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn is_empty_profile(&self) -> bool {
