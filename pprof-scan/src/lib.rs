@@ -46,6 +46,9 @@ pub struct Groups {
     words: Vec<u64>,
     vals: Vec<i64>,
     locs: Vec<u8>,
+    /// The largest location id of any group less one, an id 0 counting as the
+    /// largest (`u64::MAX`): see [`Groups::ids_below`].
+    id_top: u64,
 }
 
 /// A sample waiting in [`Groups::batch`]: its record head and where its key words,
@@ -187,9 +190,11 @@ impl Groups {
         // A new group: its ids validated once (decoded again from the key when asked).
         let locs = &self.locs[p.locs.0 as usize..(p.locs.0 + p.locs.1) as usize];
         let mut q = 0;
+        let mut top = self.id_top;
         while q < locs.len() {
-            varint(locs, &mut q)?;
+            top = top.max(varint(locs, &mut q)?.wrapping_sub(1));
         }
+        self.id_top = top;
         let r = u32::try_from(self.arena.len())
             .ok()
             .filter(|&r| r < u32::MAX)?;
@@ -237,6 +242,12 @@ impl Groups {
             }
         }
         self.recs.truncate(k);
+    }
+
+    /// Does every location id of every group lie in 1..=n? Where a profile's
+    /// locations are the ids 1..=n, its stacks are then valid with no per-sample check.
+    pub fn ids_below(&self, n: u64) -> bool {
+        self.id_top < n
     }
 
     /// Number of groups (after [`Groups::flush`]).

@@ -343,6 +343,65 @@ fn large_compact_decodes_are_built_by_halves_in_order() {
     );
 }
 
+/// The merging decoder checks its samples at once where the locations are the ids
+/// 1..=n (the groups' id and value-count ranges), else sample by sample: every bad
+/// stack and value count is refused either way, whole or built in slices (the
+/// viewer), and a good profile with other ids is read.
+#[test]
+fn compact_decodes_refuse_every_bad_sample() {
+    let sliced = |raw: &[u8]| {
+        let mut d = CompactDecoder::new();
+        for piece in raw.chunks(7) {
+            d.feed(piece);
+        }
+        let mut f = d.finishing().map_err(|_| ())?;
+        while !f.step(1) {}
+        f.finish().map_err(|_| ())
+    };
+    let decodes = |p: &Profile| {
+        let raw = p.encode_to_vec();
+        let (whole, compact, in_slices) = (
+            profile::decode(&raw).is_ok(),
+            decode_compact(&raw).is_ok(),
+            sliced(&raw).is_ok(),
+        );
+        assert_eq!((compact, in_slices), (whole, whole), "{:?}", p.sample);
+        whole
+    };
+    let good = sample_profile();
+    assert!(decodes(&good));
+    for bad_stack in [vec![1u64, 0], vec![2, 6], vec![u64::MAX]] {
+        let mut p = good.clone();
+        p.sample[2].location_id = bad_stack.as_slice().into();
+        assert!(!decodes(&p));
+    }
+    let mut p = good.clone();
+    p.sample[3].value = vec![1].into();
+    assert!(!decodes(&p));
+    // Locations 1, 7, 3, 9, 5: not 1..=n, so each sample is checked.
+    let mut sparse = good.clone();
+    let ids = [1u64, 7, 3, 9, 5];
+    for (l, &id) in sparse.location.iter_mut().zip(&ids) {
+        l.id = id;
+    }
+    for s in &mut sparse.sample {
+        let stack: Vec<u64> = s.location_id.iter().map(|i| ids[i as usize - 1]).collect();
+        s.location_id = stack.as_slice().into();
+    }
+    assert!(decodes(&sparse));
+    assert_eq!(
+        top(
+            &decode_compact(&sparse.encode_to_vec()).unwrap(),
+            0,
+            &Filter::none()
+        )
+        .unwrap(),
+        top(&good, 0, &Filter::none()).unwrap()
+    );
+    sparse.sample[1].location_id = [7u64, 4, 1].as_slice().into();
+    assert!(!decodes(&sparse));
+}
+
 #[test]
 fn compact_decode_merges_equal_stacks_and_keeps_every_figure() {
     let mut p = sample_profile();

@@ -9,6 +9,15 @@ impl Profile {
     /// (mapping 0 = none is allowed), string indices inside the table,
     /// `string_table[0] == ""`.
     pub fn check_valid(&self) -> Result<(), Invalid> {
+        self.check_valid_with(true)
+    }
+
+    /// [`Profile::check_valid`], with the per-sample checks (label strings, value
+    /// counts, location ids) only when `samples`: for a decoder that knows its samples
+    /// are valid (the merging decoder, from its groups' id and value-count ranges),
+    /// which is a pass over every frame less.
+    #[inline(never)]
+    pub(crate) fn check_valid_with(&self, samples: bool) -> Result<(), Invalid> {
         match self.string_table.first() {
             Some(s) if s.is_empty() => {}
             Some(s) => return Err(Invalid::StringTableStart(s.clone())),
@@ -16,7 +25,7 @@ impl Profile {
             None if self.is_empty_profile() => return Ok(()),
             None => return Err(Invalid::NoStringTable),
         }
-        self.check_strings()?;
+        self.check_strings(samples)?;
         let want = self.sample_type.len();
         if want == 0 && !self.sample.is_empty() {
             return Err(Invalid::NoSampleTypes {
@@ -42,6 +51,9 @@ impl Profile {
                     });
                 }
             }
+        }
+        if !samples {
+            return Ok(());
         }
         // The first bad sample of `half` (whose first is sample `from`).
         let locations = &locations;
@@ -100,7 +112,7 @@ impl Profile {
             .all(|&i| i == 0)
     }
 
-    fn check_strings(&self) -> Result<(), Invalid> {
+    fn check_strings(&self, samples: bool) -> Result<(), Invalid> {
         let len = self.string_table.len();
         let check = |index: i64, what: &dyn Fn() -> String| {
             if index < 0 || index as u64 >= len as u64 {
@@ -117,7 +129,8 @@ impl Profile {
             check(t.r#type, &|| format!("sample_type {i} type"))?;
             check(t.unit, &|| format!("sample_type {i} unit"))?;
         }
-        for (i, s) in self.sample.iter().enumerate() {
+        let labelled = if samples { &self.sample[..] } else { &[] };
+        for (i, s) in labelled.iter().enumerate() {
             for l in &s.label {
                 check(l.key, &|| format!("sample {i} label key"))?;
                 check(l.str, &|| format!("sample {i} label value"))?;
