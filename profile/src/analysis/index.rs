@@ -1,7 +1,7 @@
 //! The index every analysis runs over: locations expanded once into frames with
 //! function-level node ids, so top, flame and source are single passes over samples.
 
-use crate::profile::{push_varint, IdIndex, Profile, Sample, StackIds, DIFF_BASE_LABEL};
+use crate::profile::{push_varint, IdIndex, Profile, StackIds, DIFF_BASE_LABEL};
 use std::rc::Rc;
 
 /// A hash map with FxHash: keys here are ids and packed ids, SipHash would dominate.
@@ -246,6 +246,7 @@ impl<'p> IndexBuild<'p> {
     /// thread can start, both halves run here.
     #[cfg(not(target_arch = "wasm32"))]
     fn all_at_once(&mut self) {
+        use crate::profile::Sample;
         let (loc_pos, bytes, at) = (&self.loc_pos, &self.loc_bytes, &self.loc_bytes_at);
         let samples = &self.ix.profile.sample;
         let (a, b) = samples.split_at(samples.len() / 2);
