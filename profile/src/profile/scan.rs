@@ -419,7 +419,9 @@ fn value(
             }
             let body = bytes(cx, pos, path)?;
             // The usual sample in one loop, else field by field.
-            let plain = std::ptr::eq(fields, SAMPLE) && plain_sample(budget, body);
+            // (By its field, not by `fields`: the address of a `const` table is not
+            // guaranteed to be one.)
+            let plain = fd.tag == 2 && fd.name == "sample" && plain_sample(budget, body);
             let end = *pos;
             let sub = Ctx {
                 raw: &cx.raw[..end],
