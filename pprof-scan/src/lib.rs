@@ -694,9 +694,95 @@ impl FlameNode {
     }
 }
 
-/// Stacks being sorted, given as spans `(start, len, value)` of `seq`, each a
-/// root-first sequence of `rank << 1 | inlined` where `rank` is the function's
-/// alphabetical rank: lexicographically, a stack that is a prefix of another after it
+/// Stacks' frames as symbols, `rank << 1 | inlined` where `rank` is the function's
+/// alphabetical rank, each held in `width` bytes, big-endian: one byte a frame where the
+/// profile has at most 128 functions, two up to 32,768, four past that. Byte order
+/// is then symbol order, so stacks compare as byte strings. A `u32` a frame was most of
+/// the viewer's memory on a Go heap profile of 105 functions (its 17.6 million frames,
+/// 70 MB, for a stack sort that needs 17.6 MB).
+#[derive(Clone, Debug, Default)]
+pub struct Symbols {
+    bytes: Vec<u8>,
+    width: usize,
+}
+
+impl Symbols {
+    /// Room for symbols below `count`, none held yet.
+    pub fn below(count: usize) -> Self {
+        let width = match count {
+            0..=0x100 => 1,
+            0x101..=0x1_0000 => 2,
+            _ => 4,
+        };
+        Symbols {
+            bytes: Vec::new(),
+            width,
+        }
+    }
+
+    /// Empty, with the width of `other` (so that its symbols can be copied in).
+    pub fn like(other: &Symbols) -> Self {
+        Symbols {
+            bytes: Vec::new(),
+            width: other.width,
+        }
+    }
+
+    /// Appends a symbol, which must be below the count this was made for.
+    #[inline]
+    pub fn push(&mut self, s: u32) {
+        debug_assert!(self.width == 4 || s >> (8 * self.width) == 0);
+        match self.width {
+            1 => self.bytes.push(s as u8),
+            2 => self.bytes.extend_from_slice(&(s as u16).to_be_bytes()),
+            _ => self.bytes.extend_from_slice(&s.to_be_bytes()),
+        }
+    }
+
+    /// The number of symbols held.
+    pub fn len(&self) -> usize {
+        self.bytes.len() / self.width.max(1)
+    }
+
+    /// No symbol held.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// Keeps the first `n` symbols.
+    pub fn truncate(&mut self, n: usize) {
+        self.bytes.truncate(n * self.width);
+    }
+
+    /// Appends symbols `range` of `other` (nothing of a range past its end), which has
+    /// this one's width.
+    pub fn extend_from(&mut self, other: &Symbols, range: std::ops::Range<usize>) {
+        self.bytes.extend_from_slice(other.get(range));
+    }
+
+    /// Symbols `range` as their bytes (none for a range past the end).
+    fn get(&self, range: std::ops::Range<usize>) -> &[u8] {
+        let w = self.width;
+        self.bytes
+            .get(range.start * w..range.end * w)
+            .unwrap_or(&[])
+    }
+
+    /// The symbol at `i`, if there is one.
+    pub fn at(&self, i: usize) -> Option<u32> {
+        let b = self.get(i..i + 1);
+        (!b.is_empty()).then(|| symbol(b))
+    }
+}
+
+/// A symbol from its big-endian bytes.
+#[inline]
+fn symbol(b: &[u8]) -> u32 {
+    b.iter().fold(0, |v, &x| v << 8 | u32::from(x))
+}
+
+/// Stacks being sorted, given as spans `(start, len, value)` of `seq` (in symbols),
+/// each a root-first sequence of [`Symbols`]: lexicographically, a stack that is a prefix of another after it
 /// (so a node's self value lands right of its children). Sorted a slice at a time
 /// ([`StackSort::step`]), so that a caller with an event loop to serve (the viewer)
 /// can let it run between slices.
@@ -711,7 +797,7 @@ impl FlameNode {
 /// pairs, widths 1, 2, 4…); no `sort_unstable_by`, whose code would be kilobytes more
 /// of the viewer's bundle.
 pub struct StackSort {
-    seq: Vec<u32>,
+    seq: Symbols,
     spans: Vec<(u32, u32, i64)>,
     /// Per span: the length of its common prefix with the span before it in its sorted
     /// run (a run's first: 0).
@@ -733,7 +819,7 @@ type Cursor = (usize, usize, u32, u32);
 
 impl StackSort {
     /// The stacks to sort; nothing is done yet.
-    pub fn new(seq: Vec<u32>, spans: Vec<(u32, u32, i64)>) -> Self {
+    pub fn new(seq: Symbols, spans: Vec<(u32, u32, i64)>) -> Self {
         StackSort {
             seq,
             lcp: vec![0; spans.len()],
@@ -787,12 +873,12 @@ impl StackSort {
     /// The stacks in order, front-coded (the rest of the sort done in one go): per
     /// stack `(n, lcp, value)`, its stack being the one before cut to `lcp` frames,
     /// then its next `n` frames of the returned tails.
-    pub fn finish(mut self) -> (Vec<u32>, Vec<(u32, u32, i64)>) {
+    pub fn finish(mut self) -> (Symbols, Vec<(u32, u32, i64)>) {
         self.step(usize::MAX);
-        let mut tails = Vec::new();
+        let mut tails = Symbols::like(&self.seq);
         for (sp, &l) in self.spans.iter_mut().zip(&self.lcp) {
             let (start, end) = ((sp.0 + l) as usize, (sp.0 + sp.1) as usize);
-            tails.extend_from_slice(self.seq.get(start..end).unwrap_or(&[]));
+            tails.extend_from(&self.seq, start..end);
             *sp = (sp.1 - l, l, sp.2);
         }
         (tails, self.spans)
@@ -824,14 +910,14 @@ pub struct FlameNodes {
 
 impl FlameNodes {
     /// The stacks to sort and build from; nothing is done yet.
-    pub fn new(seq: Vec<u32>, spans: Vec<(u32, u32, i64)>, by_rank: Vec<u32>) -> Self {
+    pub fn new(seq: Symbols, spans: Vec<(u32, u32, i64)>, by_rank: Vec<u32>) -> Self {
         Self::with(StackSort::new(seq, spans), false, by_rank)
     }
 
     /// Stacks in sorted order, each span holding only its frames past `lcp` (its
     /// common prefix with the stack before); nothing is built yet.
     pub fn sorted(
-        seq: Vec<u32>,
+        seq: Symbols,
         spans: Vec<(u32, u32, i64)>,
         lcp: Vec<u32>,
         by_rank: Vec<u32>,
@@ -896,8 +982,8 @@ impl FlameNodes {
             add_stack(
                 &mut self.nodes,
                 &mut self.path,
-                seq.get(sp.0 as usize..(sp.0 + sp.1) as usize)
-                    .unwrap_or(&[]),
+                seq.get(sp.0 as usize..(sp.0 + sp.1) as usize),
+                seq.width,
                 l as usize,
                 sp.2,
                 &self.by_rank,
@@ -930,14 +1016,15 @@ impl FlameNodes {
 /// comparison read the stacks, from there on.
 #[inline(never)]
 fn merge(
-    seq: &[u32],
+    seq: &Symbols,
     (part, lcp): (&mut [(u32, u32, i64)], &mut [u32]),
     w: usize,
     (tmp, tmp_lcp): (&[(u32, u32, i64)], &[u32]),
     at: Cursor,
     budget: usize,
 ) -> Option<Cursor> {
-    let key = |s: &(u32, u32, i64)| &seq[s.0 as usize..(s.0 + s.1) as usize];
+    let key = |s: &(u32, u32, i64)| seq.get(s.0 as usize..(s.0 + s.1) as usize);
+    let width = seq.width;
     let len = part.len();
     let (mut i, mut j, mut ha, mut hb) = at;
     let stop = i.saturating_add(j).saturating_add(budget);
@@ -950,11 +1037,12 @@ fn merge(
         let o = i + j - w;
         let right = if ha == hb {
             let (a, b) = (key(&tmp[i]), key(&part[j]));
-            let k = lcp_from(a, b, ha as usize);
+            // In bytes: the first that differs orders the symbols it is in.
+            let k = lcp_from(a, b, ha as usize * width);
             // Past the common prefix: a stack that ends there sorts last.
-            let end = |s: &[u32]| s.get(k).copied().unwrap_or(u32::MAX);
+            let end = |s: &[u8]| s.get(k).map_or(256, |&x| u16::from(x));
             let right = end(b) < end(a);
-            *if right { &mut ha } else { &mut hb } = k as u32;
+            *if right { &mut ha } else { &mut hb } = (k / width) as u32;
             right
         } else {
             hb > ha
@@ -980,21 +1068,22 @@ fn merge(
     None
 }
 
-/// Length of the common prefix of two stacks known to share their first `h` frames.
+/// Length of the common prefix of two stacks' bytes, known to share their first `h`.
 #[inline(never)]
-fn lcp_from(a: &[u32], b: &[u32], h: usize) -> usize {
+fn lcp_from(a: &[u8], b: &[u8], h: usize) -> usize {
     let (a, b) = (a.get(h..).unwrap_or(&[]), b.get(h..).unwrap_or(&[]));
     h + a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// Adds one stack (root first, in sorted order, sharing its first `lcp` frames with the
-/// stack before; `new` its frames after those) of value `v`: closes the nodes of
+/// stack before; `new` its frames after those, [`Symbols`] of `width` bytes) of value `v`: closes the nodes of
 /// `path` past the common prefix, opens new ones, adds `v` to the leaf.
 #[inline(never)]
 fn add_stack(
     nodes: &mut Vec<FlameNode>,
     path: &mut Vec<usize>,
-    new: &[u32],
+    new: &[u8],
+    width: usize,
     lcp: usize,
     v: i64,
     by_rank: &[u32],
@@ -1002,7 +1091,7 @@ fn add_stack(
     while path.len() > lcp + 1 {
         close(nodes, path);
     }
-    for &key in new {
+    for key in new.chunks_exact(width.max(1)).map(symbol) {
         let parent = *path.last().unwrap_or(&0);
         let (px, pw) = (nodes[parent].x, nodes[parent].width);
         path.push(nodes.len());
@@ -1242,7 +1331,7 @@ mod tests {
         let mut whole = spans.clone();
         whole.sort_by(|a, b| cmp_stacks(&key(a), &key(b)));
         let n = spans.len();
-        let mut b = StackSort::new(seq.clone(), spans);
+        let mut b = StackSort::new(symbols(&seq, 0), spans);
         let mut steps = 1;
         while !b.step(slice) {
             steps += 1;
@@ -1260,6 +1349,70 @@ mod tests {
             prev = s.clone();
         }
         steps
+    }
+
+    /// `seq` as [`Symbols`] of the width for symbols below `count`, or of the least
+    /// width that holds them.
+    fn symbols(seq: &[u32], count: usize) -> Symbols {
+        let top = seq.iter().map(|&x| x as usize + 1).max().unwrap_or(0);
+        let mut s = Symbols::below(count.max(top));
+        for &x in seq {
+            s.push(x);
+        }
+        assert_eq!(s.len(), seq.len());
+        s
+    }
+
+    #[test]
+    fn symbols_are_as_wide_as_their_count_needs_and_sort_as_numbers() {
+        for (count, width) in [(0, 1), (256, 1), (257, 2), (65_536, 2), (65_537, 4)] {
+            assert_eq!(Symbols::below(count).width, width, "{count}");
+        }
+        // Every width keeps the symbols, and byte order is their order.
+        for (count, xs) in [
+            (256, vec![0, 1, 127, 128, 255]),
+            (65_536, vec![0, 255, 256, 511, 65_535]),
+            (1 << 31, vec![0, 65_535, 65_536, 1 << 24, u32::MAX >> 1]),
+        ] {
+            let s = symbols(&xs, count);
+            let got: Vec<u32> = (0..s.len()).filter_map(|i| s.at(i)).collect();
+            assert_eq!(got, xs);
+            for (i, x) in xs.iter().enumerate().skip(1) {
+                assert!(s.get(i - 1..i) < s.get(i..i + 1), "{count}: {x}");
+            }
+        }
+    }
+
+    #[test]
+    fn stacks_sort_alike_at_every_symbol_width() {
+        // Stacks whose symbols differ in their low byte only, their high one only, or
+        // both, at each width: the order and the common prefixes are the symbols'.
+        let (mut seq, mut spans, mut x) = (Vec::new(), Vec::new(), 3u32);
+        for v in 0..800 {
+            let start = seq.len() as u32;
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            for d in 0..1 + (x >> 16) % 5 {
+                let pick = (x >> (2 * d + 3)) & 3;
+                seq.push([0, 1, 256, 257][pick as usize] * (1 + (x >> 30)));
+            }
+            spans.push((start, seq.len() as u32 - start, v));
+        }
+        for count in [0, 1 << 20] {
+            let key = |s: &(u32, u32, i64)| seq[s.0 as usize..(s.0 + s.1) as usize].to_vec();
+            let mut whole = spans.clone();
+            whole.sort_by(|a, b| cmp_stacks(&key(a), &key(b)));
+            let mut b = StackSort::new(symbols(&seq, count), spans.clone());
+            while !b.step(50) {}
+            let got: Vec<_> = b.spans.iter().map(key).collect();
+            let want: Vec<_> = whole.iter().map(key).collect();
+            assert_eq!(got, want, "symbols below {count}");
+            let mut prev: Vec<u32> = Vec::new();
+            for (s, &l) in got.iter().zip(&b.lcp) {
+                let want = s.iter().zip(&prev).take_while(|(x, y)| x == y).count();
+                assert_eq!(l as usize, want, "symbols below {count}");
+                prev = s.clone();
+            }
+        }
     }
 
     #[test]
@@ -1312,16 +1465,22 @@ mod tests {
         // Stacks (root first, ranks << 1): [0,1] 5, [0,2] 3, [0] 2; ranks are names.
         let seq = vec![0 << 1, 2 << 1, 0 << 1, 1 << 1, 0 << 1];
         let spans = vec![(0, 2, 3), (2, 2, 5), (4, 1, 2)];
-        let nodes = FlameNodes::new(seq.clone(), spans.clone(), vec![10, 11, 12]).finish();
-        // The same, a stack at a time.
-        let mut b = FlameNodes::new(seq, spans, vec![10, 11, 12]);
-        while !b.step(1) {}
-        assert_eq!(b.finish(), nodes);
+        let nodes = FlameNodes::new(symbols(&seq, 0), spans.clone(), vec![10, 11, 12]).finish();
+        // The same, a stack at a time, and with wider symbols.
+        for count in [0, 1000, 1 << 20] {
+            let mut b = FlameNodes::new(symbols(&seq, count), spans.clone(), vec![10, 11, 12]);
+            while !b.step(1) {}
+            assert_eq!(b.finish(), nodes);
+        }
         // The same stacks in order, given only past their common prefixes.
         let cut = vec![0 << 1, 1 << 1, 2 << 1];
         let (spans, lcp) = (vec![(0, 2, 5), (2, 1, 3), (3, 0, 2)], vec![0, 1, 1]);
-        let sorted = FlameNodes::sorted(cut, spans, lcp, vec![10, 11, 12]).finish();
-        assert_eq!(sorted, nodes);
+        for count in [0, 1000] {
+            let cut = symbols(&cut, count);
+            let sorted =
+                FlameNodes::sorted(cut, spans.clone(), lcp.clone(), vec![10, 11, 12]).finish();
+            assert_eq!(sorted, nodes);
+        }
         let got: Vec<(u32, u32, i64, i64, u32)> = nodes
             .iter()
             .map(|n| (n.name, n.depth, n.value, n.x, n.end))

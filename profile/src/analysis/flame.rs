@@ -105,7 +105,7 @@ impl Index<'_> {
     pub fn flame_build(&self, sample_index: usize, filter: &Filter) -> FlameBuild {
         let kept = self.kept(filter);
         // Each kept sample as a root-first sequence of (rank << 1 | inlined).
-        let mut seq: Vec<u32> = Vec::new();
+        let mut seq = self.symbols();
         let mut spans: Vec<(u32, u32, i64)> = Vec::new();
         let mut diff = false;
         let (by_rank, rank) = self.ranks();
@@ -124,21 +124,21 @@ impl Index<'_> {
                     .collect();
                 let mut lcps = Vec::new();
                 // The stack of the entry at hand, rebuilt from the tails in turn.
-                let mut cur: Vec<u32> = Vec::new();
+                let mut cur = pprof_scan::Symbols::like(&o.tails);
                 let mut at = 0;
                 // The common prefix with the last sample taken: the least since it.
                 let mut lcp = 0;
                 for &(n, l, i) in &o.entries {
                     cur.truncate(l as usize);
                     let next = at + n as usize;
-                    cur.extend_from_slice(o.tails.get(at..next).unwrap_or(&[]));
+                    cur.extend_from(&o.tails, at..next);
                     at = next;
                     lcp = lcp.min(l);
                     let v = vals.get(i as usize).copied().unwrap_or(0);
                     if v != 0 {
                         diff |= v < 0;
                         let start = seq.len() as u32;
-                        seq.extend_from_slice(cur.get(lcp as usize..).unwrap_or(&[]));
+                        seq.extend_from(&cur, lcp as usize..cur.len());
                         spans.push((start, seq.len() as u32 - start, v));
                         lcps.push(lcp);
                         lcp = u32::MAX;
@@ -167,6 +167,12 @@ impl Index<'_> {
         }
     }
 
+    /// Room for this index's symbols (`rank << 1 | inlined`), as narrow as its number of
+    /// names allows.
+    fn symbols(&self) -> pprof_scan::Symbols {
+        pprof_scan::Symbols::below(2 * self.names.len())
+    }
+
     /// Every function-level node in alphabetical order (by rank), and each one's rank.
     fn ranks(&self) -> (Vec<u32>, Vec<u32>) {
         let by_rank =
@@ -187,7 +193,7 @@ impl Index<'_> {
         let n = self.sample_count();
         StackSorting {
             rank: self.ranks().1,
-            seq: Vec::new(),
+            seq: self.symbols(),
             spans: Vec::with_capacity(n),
             sort: None,
         }
@@ -205,13 +211,13 @@ pub(crate) struct StackOrder {
     /// Per entry `(n, lcp, sample)`: its stack is the one before cut to `lcp` frames,
     /// then its next `n` frames of `tails` (as `rank << 1 | inlined`).
     entries: Vec<(u32, u32, i64)>,
-    tails: Vec<u32>,
+    tails: pprof_scan::Symbols,
 }
 
 /// An index's samples being sorted by stack ([`Index::sort_stacks`]).
 pub struct StackSorting {
     rank: Vec<u32>,
-    seq: Vec<u32>,
+    seq: pprof_scan::Symbols,
     spans: Vec<(u32, u32, i64)>,
     sort: Option<pprof_scan::StackSort>,
 }
@@ -286,10 +292,9 @@ impl FlameBuild {
 impl Index<'_> {
     /// Appends sample `i`'s frames, root first, as `rank << 1 | inlined`.
     #[inline(never)]
-    fn push_ranks(&self, i: usize, rank: &[u32], seq: &mut Vec<u32>) {
-        seq.extend(
-            self.root_first(i)
-                .map(|f| rank[f.node as usize] << 1 | u32::from(f.inlined)),
-        );
+    fn push_ranks(&self, i: usize, rank: &[u32], seq: &mut pprof_scan::Symbols) {
+        for f in self.root_first(i) {
+            seq.push(rank[f.node as usize] << 1 | u32::from(f.inlined));
+        }
     }
 }

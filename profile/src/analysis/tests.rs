@@ -853,12 +853,18 @@ fn overflow_sums_print_exactly() {
 /// 3000 stacks of 1 to 6 frames over 5 functions (many equal, or prefixes of others,
 /// across several merge passes): the index and the flame tree built in slices of a
 /// few samples are the ones built in one go, and the flame tree's children are in
-/// name order with every value accounted for.
+/// name order with every value accounted for. Over 300 functions too, whose stacks
+/// are sorted as two bytes a frame where five functions take one.
 #[test]
 fn sliced_builds_are_the_whole_builds() {
+    check_sliced_builds(&["e", "d", "c", "b", "a"].map(String::from));
+    let many: Vec<String> = (0..300).rev().map(|i| format!("f{i:03}")).collect();
+    check_sliced_builds(&many);
+}
+
+fn check_sliced_builds(names: &[String]) {
     let mut b = Builder::new();
     b.sample_type("alloc_space", "bytes");
-    let names = ["e", "d", "c", "b", "a"];
     let locs: Vec<u64> = names
         .iter()
         .enumerate()
@@ -870,8 +876,13 @@ fn sliced_builds_are_the_whole_builds() {
     let (mut x, mut total) = (7u32, 0i64);
     for v in 1..=3000i64 {
         x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        // Five functions: from x's bits; more: one of five spread over them all.
+        let spread = names.len() as u32 / 5;
         let stack: Vec<u64> = (0..1 + (x >> 16) % 6)
-            .map(|d| locs[((x >> (2 * d + 3)) % 5) as usize])
+            .map(|d| {
+                let k = (x >> (2 * d + 3)) % 5;
+                locs[(k * spread + (x >> 24) % spread.max(1) * u32::from(d == 0)) as usize]
+            })
             .collect();
         b.sample(stack, vec![v], vec![]);
         total += v;
@@ -900,6 +911,11 @@ fn sliced_builds_are_the_whole_builds() {
     }
     assert!(steps > 100, "{steps} steps");
     assert_eq!(f.finish(), tree);
+    // And from the index's stacks sorted once (the viewer's background sort).
+    let mut sort = sliced.sort_stacks();
+    while !sort.step(&sliced, 13) {}
+    sort.finish(&sliced);
+    assert_eq!(sliced.flame(0, &filter), tree);
     assert_eq!(tree.nodes[0].value, total);
     // Pre-order, children in name order, each node's value its children's and its own.
     for i in 0..tree.nodes.len() {
