@@ -35,7 +35,7 @@ pub struct Groups {
     /// Records: `[hash, value sign mask, values << 32 | key bytes, string-label set,
     /// values…, key bytes packed little-endian into words…]`. Samples merge only when
     /// hash, signs, value count, label set and key all agree.
-    arena: Vec<u64>,
+    arena: Arena,
     /// Record offset of each group, in order of first appearance. A group's location
     /// ids are decoded from its key when asked for ([`Groups::group`]), not kept
     /// decoded: 8 bytes an id against the 1–3 of its varint (for a profile of millions
@@ -145,7 +145,7 @@ impl Groups {
         let mut hits = 0u32;
         for (&f, p) in first.iter().zip(&self.batch) {
             if f != 0 && tag(f) == tag(p.head[0]) {
-                hits += u32::from(self.arena[offset(f)] == p.head[0]);
+                hits += u32::from(self.arena.rec(offset(f))[0] == p.head[0]);
             }
         }
         let _ = std::hint::black_box(hits);
@@ -171,15 +171,16 @@ impl Groups {
             if at == 0 {
                 break;
             }
-            let r = offset(at);
-            if tag(at) == tag(p.head[0]) && self.arena[r..r + HEAD] == p.head {
-                let ks = r + HEAD + vals.len();
+            if tag(at) == tag(p.head[0]) {
+                let rec = self.arena.rec_mut(offset(at));
+                let ks = HEAD + vals.len();
                 // A sum past 64 bits would wrap: the sample goes on probing, to a later
                 // group of the same stack or a new one (separate groups change no figure).
-                if same(&self.arena[ks..ks + words.len()], words)
-                    && fits(&self.arena[r + HEAD..ks], vals)
+                if rec[..HEAD] == p.head
+                    && same(&rec[ks..ks + words.len()], words)
+                    && fits(&rec[HEAD..ks], vals)
                 {
-                    for (a, b) in self.arena[r + HEAD..ks].iter_mut().zip(vals) {
+                    for (a, b) in rec[HEAD..ks].iter_mut().zip(vals) {
                         *a = (*a as i64).wrapping_add(*b) as u64;
                     }
                     return Some(());
@@ -195,12 +196,7 @@ impl Groups {
             top = top.max(varint(locs, &mut q)?.wrapping_sub(1));
         }
         self.id_top = top;
-        let r = u32::try_from(self.arena.len())
-            .ok()
-            .filter(|&r| r < u32::MAX)?;
-        self.arena.extend_from_slice(&p.head);
-        self.arena.extend(vals.iter().map(|&v| v as u64));
-        self.arena.extend_from_slice(words);
+        let r = self.arena.push(&p.head, vals, words)?;
         self.recs.push(r);
         self.table[slot] = slot_of(r, p.head[0]);
         Some(())
@@ -226,7 +222,7 @@ impl Groups {
         let again: &[u32] = if old.is_empty() { &self.recs } else { &[] };
         let made: Vec<u64> = again
             .iter()
-            .map(|&r| slot_of(r, self.arena[r as usize]))
+            .map(|&r| slot_of(r, self.arena.rec(r)[0]))
             .collect();
         for at in old.into_iter().chain(made) {
             if at != 0 {
@@ -240,19 +236,14 @@ impl Groups {
     }
 
     /// Drops groups `k..` and, with them, the lookup table (no sample is added once
-    /// the groups are read). Natively their memory is given back as they go, so that a
-    /// reader building its samples from the last group back does not hold the merge's
-    /// memory and all of the samples' at once (3 million distinct stacks: 0.3 GB of
-    /// records). Not in the wasm, whose allocator shrinks a block by moving it.
+    /// the groups are read). Their memory is given back a chunk at a time as they go,
+    /// so that a reader building its samples from the last group back does not hold
+    /// the merge's memory and all of the samples' at once (3 million distinct stacks:
+    /// 0.3 GB of records).
     pub fn truncate(&mut self, k: usize) {
         self.table = Vec::new();
-        #[cfg(not(target_arch = "wasm32"))]
         if let Some(&r) = self.recs.get(k) {
-            self.arena.truncate(r as usize);
-            // Given back in steps of an eighth (a `realloc` that shrinks in place).
-            if self.arena.capacity() - self.arena.len() > self.arena.len() / 8 + (1 << 16) {
-                self.arena.shrink_to_fit();
-            }
+            self.arena.truncate(r);
         }
         self.recs.truncate(k);
     }
@@ -275,17 +266,15 @@ impl Groups {
 
     /// Group `k`: (location ids, values, string-label set).
     pub fn group(&self, k: usize) -> (Ids<'_>, impl Iterator<Item = i64> + '_, u32) {
-        let r = self.recs[k] as usize;
-        let shape = self.arena[r + 2];
+        let rec = self.arena.rec(self.recs[k]);
+        let shape = rec[2];
         let (nv, len) = ((shape >> 32) as usize, (shape & 0xffff_ffff) as usize);
-        let key = r + HEAD + nv;
-        let words = &self.arena[key..key + len.div_ceil(8)];
+        let key = HEAD + nv;
+        let words = &rec[key..key + len.div_ceil(8)];
         (
             Ids { words, len, pos: 0 },
-            self.arena[r + HEAD..r + HEAD + nv]
-                .iter()
-                .map(|&v| v as i64),
-            self.arena[r + 3] as u32,
+            rec[HEAD..key].iter().map(|&v| v as i64),
+            rec[3] as u32,
         )
     }
 }
@@ -305,8 +294,85 @@ fn home(h: u64, len: usize) -> usize {
 
 /// The record offset of a taken slot.
 #[inline(always)]
-fn offset(slot: u64) -> usize {
-    (slot as u32 - 1) as usize
+fn offset(slot: u64) -> u32 {
+    slot as u32 - 1
+}
+
+/// [`Groups`]' records in chunks, each record in one chunk, its offset the chunk's
+/// index above [`BITS`] bits and where it starts in the chunk below them.
+///
+/// In the wasm a chunk is [`CHUNK`] words (512 KiB) and never grows (a record longer
+/// than that has a chunk of its own): one `Vec` grown by doubling held the old and the
+/// new copy at once, and wasm memory never shrinks back (on a 5 MB Go heap profile,
+/// 46 MB of records, the page's memory peaked at 136 MB while it decoded; 60 MB so).
+/// Natively a chunk grows as a `Vec` does: the allocator moves a large block's pages
+/// rather than copy them (`mremap`), and gives them back as the chunk shrinks. Small
+/// chunks there were malloc's to keep, not the system's: 0.38 → 0.50 GB for `heapsnap
+/// top` on a 30 MB Go heap profile.
+#[derive(Default)]
+struct Arena {
+    chunks: Vec<Vec<u64>>,
+}
+
+/// Natively a chunk grows (see [`Arena`]). This crate's own tests take the wasm's
+/// chunks, which only they can reach (the native ones start a chunk past 2 GiB).
+const GROWS: bool = cfg!(not(any(target_arch = "wasm32", test)));
+
+/// Offset bits of where a record starts in its chunk: 16 in the wasm, 28 natively.
+const BITS: u32 = if GROWS { 28 } else { 16 };
+
+/// Words in a chunk before the next one is started.
+const CHUNK: usize = 1 << BITS;
+
+impl Arena {
+    /// Record `r` and whatever follows it in its chunk.
+    #[inline(always)]
+    fn rec(&self, r: u32) -> &[u64] {
+        &self.chunks[(r >> BITS) as usize][(r as usize) & (CHUNK - 1)..]
+    }
+
+    #[inline(always)]
+    fn rec_mut(&mut self, r: u32) -> &mut [u64] {
+        &mut self.chunks[(r >> BITS) as usize][(r as usize) & (CHUNK - 1)..]
+    }
+
+    /// Appends a record: its offset, or `None` once every offset is taken (2^32 - 1).
+    fn push(&mut self, head: &[u64; HEAD], vals: &[i64], words: &[u64]) -> Option<u32> {
+        let len = HEAD + vals.len() + words.len();
+        // Room only where the record would start within `BITS` bits.
+        let fits = match self.chunks.last() {
+            Some(c) => c.len() < CHUNK && (GROWS || c.capacity() - c.len() >= len),
+            None => false,
+        };
+        if !fits {
+            if self.chunks.len() >= (u32::MAX >> BITS) as usize {
+                return None;
+            }
+            let size = if GROWS { len } else { CHUNK.max(len) };
+            self.chunks.push(Vec::with_capacity(size));
+        }
+        let at = self.chunks.len() - 1;
+        let chunk = &mut self.chunks[at];
+        let r = (at as u32) << BITS | chunk.len() as u32;
+        chunk.extend_from_slice(head);
+        chunk.extend(vals.iter().map(|&v| v as u64));
+        chunk.extend_from_slice(words);
+        Some(r)
+    }
+
+    /// Drops record `r` and every one after it, their chunks given back (natively
+    /// the chunk it was in shrunk, a step of an eighth at a time: a `realloc` that
+    /// shrinks in place).
+    fn truncate(&mut self, r: u32) {
+        let at = (r >> BITS) as usize;
+        self.chunks.truncate(at + 1);
+        if let Some(c) = self.chunks.get_mut(at) {
+            c.truncate((r as usize) & (CHUNK - 1));
+            if GROWS && c.capacity() - c.len() > c.len() / 8 + (1 << 16) {
+                c.shrink_to_fit();
+            }
+        }
+    }
 }
 
 /// The hash bits a slot keeps (its high half), of a slot or a hash.
@@ -1274,6 +1340,71 @@ mod tests {
         assert_eq!(g.group(7).1.collect::<Vec<_>>(), [13]);
         // Ids 1..=5000 seen (the range is of every group made, truncated or not).
         assert!(g.ids_below(5_000) && !g.ids_below(4_999));
+    }
+
+    #[test]
+    fn records_fill_chunks_and_a_long_one_has_its_own() {
+        // A stack: id i + 1 (as a varint), then `n - 1` ids 1.
+        let stack = |i: u64, n: usize| {
+            let mut b = Vec::new();
+            let mut x = i + 1;
+            while x >= 0x80 {
+                b.push(x as u8 | 0x80);
+                x >>= 7;
+            }
+            b.push(x as u8);
+            b.resize(b.len() + n - 1, 1);
+            b
+        };
+        // 40,000 groups (about 400,000 words: several chunks);
+        // four of them 600,000 frames long, longer than a chunk.
+        let len = |i: u64| {
+            if i % 10_000 == 5 {
+                600_000
+            } else {
+                1 + i as usize % 50
+            }
+        };
+        let mut g = Groups::default();
+        for round in 1..=2 {
+            for i in 0..40_000u64 {
+                g.add(&stack(i, len(i)), &[round, -(i as i64)], 0).unwrap();
+            }
+        }
+        g.flush().unwrap();
+        assert_eq!(g.len(), 40_000);
+        let check = |g: &Groups, k: usize, sum: i64| {
+            let (ids, vals, _) = g.group(k);
+            let ids: Vec<u64> = ids.collect();
+            assert_eq!(ids.len(), len(k as u64), "group {k}");
+            assert_eq!(ids[0], k as u64 + 1, "group {k}");
+            assert!(ids[1..].iter().all(|&id| id == 1), "group {k}");
+            assert_eq!(vals.collect::<Vec<_>>(), [sum, -2 * k as i64], "group {k}");
+        };
+        for k in (0..40_000)
+            .step_by(997)
+            .chain([5, 6, 10_004, 10_005, 39_999])
+        {
+            check(&g, k, 3);
+        }
+        let chunks = &g.arena.chunks;
+        assert!(chunks.len() > 8, "{} chunks", chunks.len());
+        assert_eq!(chunks.iter().filter(|c| c.len() > CHUNK).count(), 4);
+        // Truncated mid-chunk: the groups before are whole, the chunks after given
+        // back, and a sample after finds its group or makes one.
+        let before = chunks.len();
+        g.truncate(20_003);
+        assert!(g.arena.chunks.len() < before);
+        for k in [0, 5, 10_005, 20_002] {
+            check(&g, k, 3);
+        }
+        // (Values of the same signs, or the sample would make a group of its own.)
+        g.add(&stack(10_005, len(10_005)), &[4, -1], 0).unwrap();
+        g.add(&stack(30_000, 3), &[4, 0], 0).unwrap();
+        g.flush().unwrap();
+        assert_eq!(g.len(), 20_004);
+        assert_eq!(g.group(10_005).1.collect::<Vec<_>>(), [7, -20_011]);
+        assert_eq!(g.group(20_003).0.count(), 3);
     }
 
     #[test]
