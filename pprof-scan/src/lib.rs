@@ -794,6 +794,11 @@ impl Symbols {
         }
     }
 
+    /// Room for `n` more symbols, exactly.
+    pub fn reserve(&mut self, n: usize) {
+        self.bytes.reserve_exact(n * self.width);
+    }
+
     /// Appends a symbol, which must be below the count this was made for.
     #[inline]
     pub fn push(&mut self, s: u32) {

@@ -47,10 +47,13 @@ use std::process::Command;
 /// loop had been unrolled into every caller: −3.5 KiB): 320.9 / 133.8 KiB; the merge
 /// table made again after a truncation (a reviewer's find): 321.3 / 134.0 KiB; stacks
 /// sorted as one or two bytes a frame instead of four (the 5 MB Go heap profile's page
-/// 238.8 → 161.3 MB): 321.9 / 134.3 KiB.
+/// 238.8 → 161.3 MB): 321.9 / 134.3 KiB; by 0.25 KiB gzipped to 134.75 when the
+/// merge's records went into chunks and the background sort's stacks were sized once
+/// (issue 19's memory: that page 161.3 → 150.4 MB, and 136.1 → 75.5 MB while it
+/// decodes; +0.5 KiB: 322.4 / 134.6 KiB).
 /// Winning it back is tracked in the issue notes.
 const BUDGET_RAW: u64 = 322 * 1024 + 512;
-const BUDGET_GZ: u64 = 134 * 1024 + 512;
+const BUDGET_GZ: u64 = 134 * 1024 + 768;
 
 const TARGET: &str = "wasm32-unknown-unknown";
 

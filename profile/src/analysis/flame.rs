@@ -230,6 +230,9 @@ impl StackSorting {
             return sort.step(n);
         }
         let next = self.spans.len();
+        if next == 0 {
+            self.seq.reserve(ix.frames_at_most());
+        }
         let end = ix.sample_count().min(next.saturating_add(n));
         for i in next..end {
             let start = self.seq.len() as u32;

@@ -342,6 +342,13 @@ impl<'p> Index<'p> {
         self.frame_ends.len()
     }
 
+    /// At least the number of frames of all samples (their bytes, one to five each):
+    /// room for every stack sized once, where a `Vec` grown by doubling held up to
+    /// twice its size (wasm memory never shrinks back).
+    pub(crate) fn frames_at_most(&self) -> usize {
+        self.stack_frames.len()
+    }
+
     /// The total percentages are relative to, as pprof's `computeTotal`: the sum of
     /// absolute values over all samples (before any filter), or of the base samples
     /// alone in a diff profile.
