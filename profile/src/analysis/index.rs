@@ -235,7 +235,13 @@ impl<'p> IndexBuild<'p> {
             ix.frame_ends.push(ix.stack_frames.len() as u32);
         }
         self.next = end;
-        end == samples.len()
+        if end < samples.len() {
+            return false;
+        }
+        // The room doubling left (up to half), given back: the flame graph's build
+        // after this takes it (14 MB of the 5 MB Go heap profile's 32 MB array).
+        ix.stack_frames.shrink_to_fit();
+        true
     }
 
     /// Every sample indexed in one go (`Index::new`, the CLI), on two threads, each
