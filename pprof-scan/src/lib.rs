@@ -336,7 +336,8 @@ impl Arena {
         &mut self.chunks[(r >> BITS) as usize][(r as usize) & (CHUNK - 1)..]
     }
 
-    /// Appends a record: its offset, or `None` once every offset is taken (2^32 - 1).
+    /// Appends a record: its offset, or `None` once `u32::MAX >> BITS` chunks are in use
+    /// (65,535 of 512 KiB in the wasm; 15 natively), so that an offset + 1 fits a slot.
     fn push(&mut self, head: &[u64; HEAD], vals: &[i64], words: &[u64]) -> Option<u32> {
         let len = HEAD + vals.len() + words.len();
         // Room only where the record would start within `BITS` bits.
@@ -766,10 +767,17 @@ impl FlameNode {
 /// is then symbol order, so stacks compare as byte strings. A `u32` a frame was most of
 /// the viewer's memory on a Go heap profile of 105 functions (its 17.6 million frames,
 /// 70 MB, for a stack sort that needs 17.6 MB).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Symbols {
     bytes: Vec<u8>,
     width: usize,
+}
+
+impl Default for Symbols {
+    /// None, one byte each (never width 0, which would hold none).
+    fn default() -> Self {
+        Symbols::below(0)
+    }
 }
 
 impl Symbols {
@@ -812,7 +820,7 @@ impl Symbols {
 
     /// The number of symbols held.
     pub fn len(&self) -> usize {
-        self.bytes.len() / self.width.max(1)
+        self.bytes.len() / self.width
     }
 
     /// No symbol held.
@@ -828,6 +836,7 @@ impl Symbols {
     /// Appends symbols `range` of `other` (nothing of a range past its end), which has
     /// this one's width.
     pub fn extend_from(&mut self, other: &Symbols, range: std::ops::Range<usize>) {
+        debug_assert_eq!(self.width, other.width);
         self.bytes.extend_from_slice(other.get(range));
     }
 
@@ -1162,7 +1171,7 @@ fn add_stack(
     while path.len() > lcp + 1 {
         close(nodes, path);
     }
-    for key in new.chunks_exact(width.max(1)).map(symbol) {
+    for key in new.chunks_exact(width).map(symbol) {
         let parent = *path.last().unwrap_or(&0);
         let (px, pw) = (nodes[parent].x, nodes[parent].width);
         path.push(nodes.len());
@@ -1410,6 +1419,22 @@ mod tests {
         assert_eq!(g.len(), 20_004);
         assert_eq!(g.group(10_005).1.collect::<Vec<_>>(), [7, -20_011]);
         assert_eq!(g.group(20_003).0.count(), 3);
+        // Truncated at a long record: its chunk, past CHUNK words of room, is the
+        // last, emptied; then more than a chunk of small records, which may fill it
+        // only as far as a record can start within 16 bits.
+        g.truncate(10_005);
+        for i in 0..12_000u64 {
+            g.add(&stack(50_000 + i, 20), &[1, 0], 0).unwrap();
+        }
+        g.flush().unwrap();
+        assert_eq!(g.len(), 22_005);
+        check(&g, 10_004, 3);
+        for k in [10_005, 16_000, 17_500, 22_004] {
+            let ids: Vec<u64> = g.group(k).0.collect();
+            assert_eq!(ids[0], 50_000 + (k - 10_005) as u64 + 1, "group {k}");
+            assert_eq!(ids.len(), 20, "group {k}");
+            assert_eq!(g.group(k).1.collect::<Vec<_>>(), [1, 0], "group {k}");
+        }
     }
 
     #[test]
@@ -1533,6 +1558,26 @@ mod tests {
             }
             spans.push((start, seq.len() as u32 - start, v));
         }
+        // One byte a frame, at its top values: a stack that ends sorts after one that
+        // goes on with 255.
+        let (mut seq1, mut spans1) = (Vec::new(), Vec::new());
+        for (v, st) in [
+            &[255u32][..],
+            &[255, 255],
+            &[254, 255],
+            &[255, 254],
+            &[0],
+            &[],
+        ]
+        .iter()
+        .enumerate()
+        {
+            let start = seq1.len() as u32;
+            seq1.extend_from_slice(st);
+            spans1.push((start, st.len() as u32, v as i64));
+        }
+        assert_eq!(symbols(&seq1, 0).width, 1);
+        check_sort(seq1, spans1, 1);
         for count in [0, 1 << 20] {
             let key = |s: &(u32, u32, i64)| seq[s.0 as usize..(s.0 + s.1) as usize].to_vec();
             let mut whole = spans.clone();

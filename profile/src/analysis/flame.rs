@@ -231,7 +231,7 @@ impl StackSorting {
         }
         let next = self.spans.len();
         if next == 0 {
-            self.seq.reserve(ix.frames_at_most());
+            self.seq.reserve(ix.frame_count());
         }
         let end = ix.sample_count().min(next.saturating_add(n));
         for i in next..end {

@@ -348,11 +348,11 @@ impl<'p> Index<'p> {
         self.frame_ends.len()
     }
 
-    /// At least the number of frames of all samples (their bytes, one to five each):
-    /// room for every stack sized once, where a `Vec` grown by doubling held up to
-    /// twice its size (wasm memory never shrinks back).
-    pub(crate) fn frames_at_most(&self) -> usize {
-        self.stack_frames.len()
+    /// The number of frames of all samples (each a varint, whose last byte is below
+    /// 0x80): room for every stack sized once, where a `Vec` grown by doubling held up
+    /// to twice its size (wasm memory never shrinks back).
+    pub(crate) fn frame_count(&self) -> usize {
+        self.stack_frames.iter().filter(|&&b| b < 0x80).count()
     }
 
     /// The total percentages are relative to, as pprof's `computeTotal`: the sum of

@@ -915,6 +915,7 @@ fn check_sliced_builds(names: &[String]) {
     let mut sort = sliced.sort_stacks();
     while !sort.step(&sliced, 13) {}
     sort.finish(&sliced);
+    assert!(sliced.order.borrow().is_some(), "the sorted order is kept");
     assert_eq!(sliced.flame(0, &filter), tree);
     assert_eq!(tree.nodes[0].value, total);
     // Pre-order, children in name order, each node's value its children's and its own.
