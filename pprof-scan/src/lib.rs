@@ -1319,20 +1319,24 @@ mod tests {
         assert_eq!(bad.flush(), None);
     }
 
+    /// A stack's location bytes: id `i + 1` (as a varint), then `n - 1` ids 1.
+    fn id_stack(i: u64, n: usize) -> Vec<u8> {
+        let mut b = Vec::new();
+        let mut x = i + 1;
+        while x >= 0x80 {
+            b.push(x as u8 | 0x80);
+            x >>= 7;
+        }
+        b.push(x as u8);
+        b.resize(b.len() + n - 1, 1);
+        b
+    }
+
     /// The table doubles by moving its slots; after `truncate` drops it, groups left
     /// are found again by a later sample (the table made again from their records).
     #[test]
     fn groups_are_found_across_growth_and_after_truncation() {
-        let stack = |i: u64| {
-            let mut b = Vec::new();
-            let mut x = i + 1;
-            while x >= 0x80 {
-                b.push(x as u8 | 0x80);
-                x >>= 7;
-            }
-            b.push(x as u8);
-            b
-        };
+        let stack = |i: u64| id_stack(i, 1);
         let mut g = Groups::default();
         for round in 0..2 {
             for i in 0..5_000u64 {
@@ -1358,18 +1362,7 @@ mod tests {
 
     #[test]
     fn records_fill_chunks_and_a_long_one_has_its_own() {
-        // A stack: id i + 1 (as a varint), then `n - 1` ids 1.
-        let stack = |i: u64, n: usize| {
-            let mut b = Vec::new();
-            let mut x = i + 1;
-            while x >= 0x80 {
-                b.push(x as u8 | 0x80);
-                x >>= 7;
-            }
-            b.push(x as u8);
-            b.resize(b.len() + n - 1, 1);
-            b
-        };
+        let stack = id_stack;
         // 40,000 groups (about 400,000 words: several chunks);
         // four of them 600,000 frames long, longer than a chunk.
         let len = |i: u64| {
@@ -1488,11 +1481,21 @@ mod tests {
     /// whole sort: the order, that each stack is there once, and each stack's common
     /// prefix with the one before. Returns the number of slices.
     fn check_sort(seq: Vec<u32>, spans: Vec<(u32, u32, i64)>, slice: usize) -> usize {
+        check_sort_as(seq, spans, slice, 0)
+    }
+
+    /// [`check_sort`] with symbols as wide as for `count` (see [`symbols`]).
+    fn check_sort_as(
+        seq: Vec<u32>,
+        spans: Vec<(u32, u32, i64)>,
+        slice: usize,
+        count: usize,
+    ) -> usize {
         let key = |s: &(u32, u32, i64)| seq[s.0 as usize..(s.0 + s.1) as usize].to_vec();
         let mut whole = spans.clone();
         whole.sort_by(|a, b| cmp_stacks(&key(a), &key(b)));
         let n = spans.len();
-        let mut b = StackSort::new(symbols(&seq, 0), spans);
+        let mut b = StackSort::new(symbols(&seq, count), spans);
         let mut steps = 1;
         while !b.step(slice) {
             steps += 1;
@@ -1510,6 +1513,28 @@ mod tests {
             prev = s.clone();
         }
         steps
+    }
+
+    /// `n` stacks of 1 to `depth` frames, each frame `frame(x, pick)` of the stack's
+    /// random word and a pick of four from it: the sequence and the spans, valued by
+    /// their index.
+    #[allow(clippy::type_complexity)]
+    fn random_stacks(
+        n: i64,
+        seed: u32,
+        depth: u32,
+        frame: impl Fn(u32, u32) -> u32,
+    ) -> (Vec<u32>, Vec<(u32, u32, i64)>) {
+        let (mut seq, mut spans, mut x) = (Vec::new(), Vec::new(), seed);
+        for v in 0..n {
+            let start = seq.len() as u32;
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            for d in 0..1 + (x >> 16) % depth {
+                seq.push(frame(x, (x >> (2 * d + 3)) & 3));
+            }
+            spans.push((start, seq.len() as u32 - start, v));
+        }
+        (seq, spans)
     }
 
     /// `seq` as [`Symbols`] of the width for symbols below `count`, or of the least
@@ -1548,16 +1573,9 @@ mod tests {
     fn stacks_sort_alike_at_every_symbol_width() {
         // Stacks whose symbols differ in their low byte only, their high one only, or
         // both, at each width: the order and the common prefixes are the symbols'.
-        let (mut seq, mut spans, mut x) = (Vec::new(), Vec::new(), 3u32);
-        for v in 0..800 {
-            let start = seq.len() as u32;
-            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
-            for d in 0..1 + (x >> 16) % 5 {
-                let pick = (x >> (2 * d + 3)) & 3;
-                seq.push([0, 1, 256, 257][pick as usize] * (1 + (x >> 30)));
-            }
-            spans.push((start, seq.len() as u32 - start, v));
-        }
+        let (seq, spans) = random_stacks(800, 3, 5, |x, pick| {
+            [0, 1, 256, 257][pick as usize] * (1 + (x >> 30))
+        });
         // One byte a frame, at its top values: a stack that ends sorts after one that
         // goes on with 255.
         let (mut seq1, mut spans1) = (Vec::new(), Vec::new());
@@ -1579,20 +1597,7 @@ mod tests {
         assert_eq!(symbols(&seq1, 0).width, 1);
         check_sort(seq1, spans1, 1);
         for count in [0, 1 << 20] {
-            let key = |s: &(u32, u32, i64)| seq[s.0 as usize..(s.0 + s.1) as usize].to_vec();
-            let mut whole = spans.clone();
-            whole.sort_by(|a, b| cmp_stacks(&key(a), &key(b)));
-            let mut b = StackSort::new(symbols(&seq, count), spans.clone());
-            while !b.step(50) {}
-            let got: Vec<_> = b.spans.iter().map(key).collect();
-            let want: Vec<_> = whole.iter().map(key).collect();
-            assert_eq!(got, want, "symbols below {count}");
-            let mut prev: Vec<u32> = Vec::new();
-            for (s, &l) in got.iter().zip(&b.lcp) {
-                let want = s.iter().zip(&prev).take_while(|(x, y)| x == y).count();
-                assert_eq!(l as usize, want, "symbols below {count}");
-                prev = s.clone();
-            }
+            check_sort_as(seq.clone(), spans.clone(), 50, count);
         }
     }
 
@@ -1600,15 +1605,7 @@ mod tests {
     fn the_sliced_merge_sort_orders_stacks_as_a_whole_sort_does() {
         // 5000 stacks (several runs, an odd last one) of 1 to 6 frames over 4 names,
         // many equal or prefixes of each other.
-        let (mut seq, mut spans, mut x) = (Vec::new(), Vec::new(), 7u32);
-        for v in 0..5000 {
-            let start = seq.len() as u32;
-            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
-            for d in 0..1 + (x >> 16) % 6 {
-                seq.push((x >> (2 * d + 3)) & 3);
-            }
-            spans.push((start, seq.len() as u32 - start, v));
-        }
+        let (seq, spans) = random_stacks(5000, 7, 6, |_, pick| pick);
         let steps = check_sort(seq, spans, 700);
         assert!(steps > 5, "sorted in slices ({steps})");
     }
