@@ -315,6 +315,12 @@ struct Arena {
     chunks: Vec<Vec<u64>>,
 }
 
+/// A record offset's chunk and where in it the record starts.
+#[inline(always)]
+fn place(r: u32) -> (usize, usize) {
+    ((r >> BITS) as usize, (r as usize) & (CHUNK - 1))
+}
+
 /// Natively a chunk grows (see [`Arena`]). This crate's own tests take the wasm's
 /// chunks, which only they can reach (the native ones start a chunk past 2 GiB).
 const GROWS: bool = cfg!(not(any(target_arch = "wasm32", test)));
@@ -329,12 +335,14 @@ impl Arena {
     /// Record `r` and whatever follows it in its chunk.
     #[inline(always)]
     fn rec(&self, r: u32) -> &[u64] {
-        &self.chunks[(r >> BITS) as usize][(r as usize) & (CHUNK - 1)..]
+        let (c, at) = place(r);
+        &self.chunks[c][at..]
     }
 
     #[inline(always)]
     fn rec_mut(&mut self, r: u32) -> &mut [u64] {
-        &mut self.chunks[(r >> BITS) as usize][(r as usize) & (CHUNK - 1)..]
+        let (c, at) = place(r);
+        &mut self.chunks[c][at..]
     }
 
     /// Appends a record: its offset, or `None` once `u32::MAX >> BITS` chunks are in use
@@ -366,10 +374,10 @@ impl Arena {
     /// the chunk it was in shrunk, a step of an eighth at a time: a `realloc` that
     /// shrinks in place).
     fn truncate(&mut self, r: u32) {
-        let at = (r >> BITS) as usize;
+        let (at, start) = place(r);
         self.chunks.truncate(at + 1);
         if let Some(c) = self.chunks.get_mut(at) {
-            c.truncate((r as usize) & (CHUNK - 1));
+            c.truncate(start);
             if GROWS && c.capacity() - c.len() > c.len() / 8 + (1 << 16) {
                 c.shrink_to_fit();
             }

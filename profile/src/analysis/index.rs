@@ -348,11 +348,11 @@ impl<'p> Index<'p> {
         self.frame_ends.len()
     }
 
-    /// The number of frames of all samples (each a varint, whose last byte is below
-    /// 0x80): room for every stack sized once, where a `Vec` grown by doubling held up
-    /// to twice its size (wasm memory never shrinks back).
+    /// The number of frames of all samples (each a varint): room for every stack sized
+    /// once, where a `Vec` grown by doubling held up to twice its size (wasm memory
+    /// never shrinks back).
     pub(crate) fn frame_count(&self) -> usize {
-        self.stack_frames.iter().filter(|&&b| b < 0x80).count()
+        crate::profile::varints_in(&self.stack_frames)
     }
 
     /// The total percentages are relative to, as pprof's `computeTotal`: the sum of

@@ -28,8 +28,8 @@ pub use codec::{encode, encode_to};
 pub use error::{Invalid, ProfileError};
 pub(crate) use ids::{IdIndex, IdProblem};
 pub use merge::{diff, merge, Merger, DIFF_BASE_LABEL};
-pub(crate) use proto::push_varint;
 pub use proto::*;
+pub(crate) use proto::{push_varint, varints_in};
 pub(crate) use read::{merge_field, read_whole, SampleReader, SAMPLE};
 pub(crate) use scan::Scan;
 

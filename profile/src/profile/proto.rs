@@ -357,9 +357,9 @@ impl Stack {
         &self.0
     }
 
-    /// Number of ids (each varint ends in its one byte under 0x80).
+    /// Number of ids.
     pub fn len(&self) -> usize {
-        self.0.iter().filter(|&&b| b < 0x80).count()
+        varints_in(&self.0)
     }
 
     /// A stack from valid packed varints (a decoder's bytes): kept as they are when
@@ -478,6 +478,11 @@ pub(crate) fn push_varint(out: &mut Vec<u8>, mut id: u64) {
         id >>= 7;
     }
     out.push(id as u8);
+}
+
+/// How many varints `bytes` (whole ones) hold: each ends in its one byte under 0x80.
+pub(crate) fn varints_in(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b < 0x80).count()
 }
 
 /// The ids of a [`Stack`], leaf first; also the analysis index's reader of its
