@@ -3,7 +3,7 @@
 //! first flame graph has 1.4M nodes), raw and gzipped. While it loads — decoded,
 //! indexed, its flame tree built, drawn — the page keeps answering: no task on its main
 //! thread (the browser's own long-task entries) and no lateness of a 20 ms timer in it
-//! over 200 ms, and every round trip into the page from the test, asked every 20 ms,
+//! over 150 ms, and every round trip into the page from the test, asked every 20 ms,
 //! within 400 ms (that one also waits on the test's and the browser's processes, which
 //! on two loaded cores alone has taken 257 ms with no task over 97 ms). Indexing and
 //! building the flame tree in one go once took a single task of 0.5–0.8 s, and round
@@ -14,9 +14,12 @@ use e2e::{browser_script, target_dir, www};
 use serde_json::Value;
 
 /// The longest a task on the page's main thread, or a timer's lateness, may be while
-/// loading (the bound for answering: 100 ms; 200 ms with a loaded machine's
-/// noise, as the hostile-input test allows).
-const MAX_MS: f64 = 200.0;
+/// loading (the bound for answering: 100 ms, with room for a loaded machine's
+/// noise). Measured on an idle 2-core machine: tasks of 50 ms at most, the timer up to
+/// 70 ms late. When each stage of the load timed its slices from its own start, the
+/// stages' ends ran together: tasks of 80–110 ms, the timer 150–180 ms late, and 206
+/// ms on a CI run.
+const MAX_MS: f64 = 150.0;
 /// The longest a round trip into the page from the test may take (see the module doc).
 const MAX_TRIP_MS: f64 = 400.0;
 

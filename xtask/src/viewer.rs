@@ -50,10 +50,14 @@ use std::process::Command;
 /// 238.8 → 161.3 MB): 321.9 / 134.3 KiB; by 0.25 KiB gzipped to 134.75 when the
 /// merge's records went into chunks and the background sort's stacks were sized once
 /// (issue 19's memory: that page 161.3 → 150.4 MB, and 136.1 → 75.5 MB while it
-/// decodes; +0.5 KiB: 322.4 / 134.6 KiB; a reviewer's mends, 322.5 / 134.6).
-/// Winning it back is tracked in the issue notes.
-const BUDGET_RAW: u64 = 322 * 1024 + 512;
-const BUDGET_GZ: u64 = 134 * 1024 + 768;
+/// decodes; +0.5 KiB: 322.4 / 134.6 KiB; a reviewer's mends, 322.5 / 134.6). By 1.25
+/// / 0.75 KiB to 323.75 / 135.5 when the load's stages shared one clock for their
+/// slices and the first flame tree read its samples in slices too (the 550k-sample
+/// profile's longest task while loading 80–110 → ≤ 50 ms; a CI run had failed
+/// `viewer_responsive` on a timer 206 ms late): 323.5 / 135.4 KiB. Winning it back is
+/// tracked in the issue notes.
+const BUDGET_RAW: u64 = 323 * 1024 + 768;
+const BUDGET_GZ: u64 = 135 * 1024 + 512;
 
 const TARGET: &str = "wasm32-unknown-unknown";
 

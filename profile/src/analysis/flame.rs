@@ -8,6 +8,7 @@
 //! stack only opens the nodes past its common prefix with the previous one.
 
 use super::{Filter, Index};
+use std::rc::Rc;
 
 pub use pprof_scan::FlameNode;
 
@@ -94,14 +95,14 @@ impl Index<'_> {
     /// The flame tree for `sample_index` after `filter`. Its values are exact when
     /// [`Index::total`] is `Ok` for this sample index: check that first.
     pub fn flame(&self, sample_index: usize, filter: &Filter) -> FlameTree {
-        self.flame_build(sample_index, filter).finish()
+        self.flame_build(sample_index, filter).finish(self)
     }
 
     /// [`Index::flame`] built a slice at a time ([`FlameBuild::step`]): the samples
-    /// are read here (a fraction of the work), the stacks sorted and the tree built
-    /// in the steps. Once the index has its samples in order ([`Index::sort_stacks`])
-    /// there is no sort: the samples are taken from that order, each with only its
-    /// frames past what it shares with the one taken before.
+    /// read, their stacks sorted and the tree built in the steps. Once the index has
+    /// its samples in order ([`Index::sort_stacks`]) there is no sort: the samples are
+    /// taken from that order here, each with only its frames past what it shares with
+    /// the one taken before (one sequential pass, a fraction of the build).
     pub fn flame_build(&self, sample_index: usize, filter: &Filter) -> FlameBuild {
         let kept = self.kept(filter);
         // Each kept sample as a root-first sequence of (rank << 1 | inlined).
@@ -109,60 +110,60 @@ impl Index<'_> {
         let mut spans: Vec<(u32, u32, i64)> = Vec::new();
         let mut diff = false;
         let (by_rank, rank) = self.ranks();
-        let nodes = match self.order.borrow().as_deref() {
-            Some(o) => {
-                // The values first, in sample order: read in stack order, each was a
-                // cache miss or two (most of the build on half a million samples).
-                let vals: Vec<i64> = (0..kept.len())
-                    .map(|i| {
-                        if kept[i] {
-                            self.value(i, sample_index)
-                        } else {
-                            0
-                        }
-                    })
-                    .collect();
-                let mut lcps = Vec::new();
-                // The stack of the entry at hand, rebuilt from the tails in turn.
-                let mut cur = pprof_scan::Symbols::like(&o.tails);
-                let mut at = 0;
-                // The common prefix with the last sample taken: the least since it.
-                let mut lcp = 0;
-                for &(n, l, i) in &o.entries {
-                    cur.truncate(l as usize);
-                    let next = at + n as usize;
-                    cur.extend_from(&o.tails, at..next);
-                    at = next;
-                    lcp = lcp.min(l);
-                    let v = vals.get(i as usize).copied().unwrap_or(0);
-                    if v != 0 {
-                        diff |= v < 0;
-                        let start = seq.len() as u32;
-                        seq.extend_from(&cur, lcp as usize..cur.len());
-                        spans.push((start, seq.len() as u32 - start, v));
-                        lcps.push(lcp);
-                        lcp = u32::MAX;
-                    }
-                }
-                pprof_scan::FlameNodes::sorted(seq, spans, lcps, by_rank)
-            }
-            None => {
-                for (i, &keep) in kept.iter().enumerate() {
-                    let v = self.value(i, sample_index);
-                    if v == 0 || !keep {
-                        continue;
-                    }
-                    diff |= v < 0;
-                    let start = seq.len() as u32;
-                    self.push_ranks(i, &rank, &mut seq);
-                    spans.push((start, seq.len() as u32 - start, v));
-                }
-                pprof_scan::FlameNodes::new(seq, spans, by_rank)
-            }
+        let names = self.names.clone();
+        let order = self.order.borrow();
+        let Some(o) = order.as_deref() else {
+            let read = Reading {
+                sample_index,
+                kept,
+                next: 0,
+                rank,
+                by_rank,
+                seq,
+                spans,
+            };
+            return FlameBuild {
+                stage: Stage::Read(read),
+                names,
+                diff,
+            };
         };
+        // The values first, in sample order: read in stack order, each was a cache
+        // miss or two (most of the build on half a million samples).
+        let vals: Vec<i64> = (0..kept.len())
+            .map(|i| {
+                if kept[i] {
+                    self.value(i, sample_index)
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let mut lcps = Vec::new();
+        // The stack of the entry at hand, rebuilt from the tails in turn.
+        let mut cur = pprof_scan::Symbols::like(&o.tails);
+        let mut at = 0;
+        // The common prefix with the last sample taken: the least since it.
+        let mut lcp = 0;
+        for &(n, l, i) in &o.entries {
+            cur.truncate(l as usize);
+            let next = at + n as usize;
+            cur.extend_from(&o.tails, at..next);
+            at = next;
+            lcp = lcp.min(l);
+            let v = vals.get(i as usize).copied().unwrap_or(0);
+            if v != 0 {
+                diff |= v < 0;
+                let start = seq.len() as u32;
+                seq.extend_from(&cur, lcp as usize..cur.len());
+                spans.push((start, seq.len() as u32 - start, v));
+                lcps.push(lcp);
+                lcp = u32::MAX;
+            }
+        }
         FlameBuild {
-            nodes,
-            names: self.names.clone(),
+            stage: Stage::Build(pprof_scan::FlameNodes::sorted(seq, spans, lcps, by_rank)),
+            names,
             diff,
         }
     }
@@ -258,32 +259,97 @@ impl StackSorting {
             return;
         }
         let order = StackOrder { entries, tails };
-        *ix.order.borrow_mut() = Some(std::rc::Rc::new(order));
+        *ix.order.borrow_mut() = Some(Rc::new(order));
     }
 }
 
-/// A flame tree being built, a slice of stacks at a time, so that a caller with an
+/// A flame tree being built, a slice of samples at a time, so that a caller with an
 /// event loop to serve (the viewer, loading a large profile) can let it run between
 /// slices: [`Index::flame`] is this builder run to its end.
 pub struct FlameBuild {
-    nodes: pprof_scan::FlameNodes,
+    stage: Stage,
     names: Vec<String>,
     diff: bool,
 }
 
+/// Where a [`FlameBuild`] is.
+enum Stage {
+    /// Reading the samples' stacks (no sorted order to take them from yet).
+    Read(Reading),
+    /// Sorting the stacks, then adding them to the tree.
+    Build(pprof_scan::FlameNodes),
+}
+
+/// The samples read so far: read in one go, the stacks of 550k samples were a 40 ms
+/// task of their own in the viewer's load.
+struct Reading {
+    sample_index: usize,
+    kept: Rc<[bool]>,
+    /// The next sample to read.
+    next: usize,
+    rank: Vec<u32>,
+    by_rank: Vec<u32>,
+    seq: pprof_scan::Symbols,
+    spans: Vec<(u32, u32, i64)>,
+}
+
 impl FlameBuild {
-    /// Sorts or adds the next `n` stacks, about: true when the tree is complete.
-    pub fn step(&mut self, n: usize) -> bool {
-        self.nodes.step(n)
+    /// Reads, sorts or adds the next `n` samples or stacks, about, of `ix` (the index
+    /// it was started from): true when the tree is complete.
+    pub fn step(&mut self, ix: &Index<'_>, n: usize) -> bool {
+        match &mut self.stage {
+            Stage::Build(nodes) => nodes.step(n),
+            Stage::Read(r) => {
+                if r.read(ix, n, &mut self.diff) {
+                    self.stage = Stage::Build(r.nodes());
+                }
+                false
+            }
+        }
     }
 
     /// The tree, with what is left built in one go.
-    pub fn finish(self) -> FlameTree {
+    pub fn finish(mut self, ix: &Index<'_>) -> FlameTree {
+        let nodes = match self.stage {
+            Stage::Build(nodes) => nodes,
+            Stage::Read(mut r) => {
+                r.read(ix, usize::MAX, &mut self.diff);
+                r.nodes()
+            }
+        };
         FlameTree {
-            nodes: self.nodes.finish(),
+            nodes: nodes.finish(),
             names: self.names,
             diff: self.diff,
         }
+    }
+}
+
+impl Reading {
+    /// Reads the next `n` samples of `ix`: true when all are read.
+    fn read(&mut self, ix: &Index<'_>, n: usize, diff: &mut bool) -> bool {
+        let end = self.kept.len().min(self.next.saturating_add(n));
+        for i in self.next..end {
+            let v = ix.value(i, self.sample_index);
+            if v == 0 || !self.kept[i] {
+                continue;
+            }
+            *diff |= v < 0;
+            let start = self.seq.len() as u32;
+            ix.push_ranks(i, &self.rank, &mut self.seq);
+            self.spans.push((start, self.seq.len() as u32 - start, v));
+        }
+        self.next = end;
+        end == self.kept.len()
+    }
+
+    /// The tree builder for the samples read.
+    fn nodes(&mut self) -> pprof_scan::FlameNodes {
+        pprof_scan::FlameNodes::new(
+            std::mem::take(&mut self.seq),
+            std::mem::take(&mut self.spans),
+            std::mem::take(&mut self.by_rank),
+        )
     }
 }
 

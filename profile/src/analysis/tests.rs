@@ -906,11 +906,11 @@ fn check_sliced_builds(names: &[String]) {
     let tree = whole.flame(0, &filter);
     let mut f = sliced.flame_build(0, &filter);
     steps = 0;
-    while !f.step(5) {
+    while !f.step(&sliced, 5) {
         steps += 1;
     }
     assert!(steps > 100, "{steps} steps");
-    assert_eq!(f.finish(), tree);
+    assert_eq!(f.finish(&sliced), tree);
     // And from the index's stacks sorted once (the viewer's background sort).
     let mut sort = sliced.sort_stacks();
     while !sort.step(&sliced, 13) {}
