@@ -133,6 +133,23 @@ proptest! {
                 .flat_map(|si| filters.iter().map(move |f| (si, f)))
                 .map(|(si, f)| ix.flame(si, f))
                 .collect();
+            // Built a slice at a time (as the viewer loads), stepped to the end or
+            // finished part-way, before and after the sort.
+            let sliced = |steps: usize| -> Vec<_> {
+                (0..2)
+                    .flat_map(|si| filters.iter().map(move |f| (si, f)))
+                    .map(|(si, f)| {
+                        let mut b = ix.flame_build(si, f);
+                        let mut k = 0;
+                        while k < steps && !b.step(&ix, slice) {
+                            k += 1;
+                        }
+                        b.finish(&ix)
+                    })
+                    .collect()
+            };
+            prop_assert_eq!(&sliced(usize::MAX), &want);
+            prop_assert_eq!(&sliced(slice % 4), &want);
             let mut sort = ix.sort_stacks();
             while !sort.step(&ix, slice) {}
             sort.finish(&ix);
@@ -140,7 +157,9 @@ proptest! {
                 .flat_map(|si| filters.iter().map(move |f| (si, f)))
                 .map(|(si, f)| ix.flame(si, f))
                 .collect();
-            prop_assert_eq!(got, want);
+            prop_assert_eq!(&got, &want);
+            prop_assert_eq!(&sliced(usize::MAX), &want);
+            prop_assert_eq!(&sliced(slice % 4), &want);
         }
     }
 

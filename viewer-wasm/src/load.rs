@@ -225,7 +225,8 @@ async fn prepare(profile: Rc<Profile>) -> Ready {
     let flame = Rc::new(f.finish(&index));
     mark("flame-built");
     // The first paint (the page's render and the flame graph drawn) in a task of its own.
-    breathe().await;
+    let _ = JsFuture::from(yield_now()).await;
+    turned();
     Ready {
         index,
         sample_index,
@@ -250,8 +251,8 @@ async fn sort_stacks(ix: Rc<Index<'static>>) {
     }
 }
 
-/// Samples (or stacks) indexed or added to the flame tree between two looks at the
-/// clock (a millisecond or so).
+/// Samples (or stacks) indexed, read, sorted or added to the flame tree between two
+/// looks at the clock (a millisecond or so).
 const STEP: usize = 1024;
 
 /// Runs `step` until it says it is done, the page getting a turn every [`YIELD_MS`]
@@ -281,7 +282,9 @@ fn turned() {
 /// Lets the page answer input when the work since its last turn took longer than
 /// [`YIELD_MS`].
 async fn breathe() {
-    if js_sys::Date::now() - f64::from_bits(LAST_TURN.load(Relaxed)) > YIELD_MS {
+    let since = js_sys::Date::now() - f64::from_bits(LAST_TURN.load(Relaxed));
+    // (Negative when the wall clock was set back: a turn, and the clock starts again.)
+    if !(0.0..=YIELD_MS).contains(&since) {
         let _ = JsFuture::from(yield_now()).await;
         turned();
     }
@@ -521,8 +524,9 @@ async fn pump(
 /// The most bytes decoded between two looks at the clock (a millisecond or two).
 const SLICE: usize = 64 << 10;
 
-/// The longest the decoder works before it lets the page answer input (the issue's
-/// target is 100 ms; a piece takes a few milliseconds).
+/// The longest a load works, across its stages (decoding, index, flame tree, the
+/// background sort), before it lets the page answer input (the target is 100
+/// ms; a piece takes a few milliseconds).
 const YIELD_MS: f64 = 25.0;
 
 // A macrotask turn of the event loop (input, rendering and other tasks run first):

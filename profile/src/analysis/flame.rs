@@ -99,7 +99,8 @@ impl Index<'_> {
     }
 
     /// [`Index::flame`] built a slice at a time ([`FlameBuild::step`]): the samples
-    /// read, their stacks sorted and the tree built in the steps. Once the index has
+    /// read, their stacks sorted and the tree built in the steps (here only the filter
+    /// is applied and the names ranked). Once the index has
     /// its samples in order ([`Index::sort_stacks`]) there is no sort: the samples are
     /// taken from that order here, each with only its frames past what it shares with
     /// the one taken before (one sequential pass, a fraction of the build).
@@ -236,10 +237,7 @@ impl StackSorting {
         }
         let end = ix.sample_count().min(next.saturating_add(n));
         for i in next..end {
-            let start = self.seq.len() as u32;
-            ix.push_ranks(i, &self.rank, &mut self.seq);
-            self.spans
-                .push((start, self.seq.len() as u32 - start, i as i64));
+            ix.push_stack(i, &self.rank, &mut self.seq, &mut self.spans, i as i64);
         }
         if end == ix.sample_count() {
             let (seq, spans) = (
@@ -281,7 +279,9 @@ enum Stage {
 }
 
 /// The samples read so far: read in one go, the stacks of 550k samples were a 40 ms
-/// task of their own in the viewer's load.
+/// task of their own in the viewer's load. (`seq` grows by doubling, so one slice may
+/// copy it: reserving its whole size up front raised the page's peak, as a block that
+/// large cannot reuse the decoder's freed chunks.)
 struct Reading {
     sample_index: usize,
     kept: Rc<[bool]>,
@@ -308,7 +308,8 @@ impl FlameBuild {
         }
     }
 
-    /// The tree, with what is left built in one go.
+    /// The tree, with what is left read and built in one go (`ix`: the index this
+    /// build was started from).
     pub fn finish(mut self, ix: &Index<'_>) -> FlameTree {
         let nodes = match self.stage {
             Stage::Build(nodes) => nodes,
@@ -328,6 +329,7 @@ impl FlameBuild {
 impl Reading {
     /// Reads the next `n` samples of `ix`: true when all are read.
     fn read(&mut self, ix: &Index<'_>, n: usize, diff: &mut bool) -> bool {
+        debug_assert_eq!(ix.sample_count(), self.kept.len(), "not this build's index");
         let end = self.kept.len().min(self.next.saturating_add(n));
         for i in self.next..end {
             let v = ix.value(i, self.sample_index);
@@ -335,9 +337,7 @@ impl Reading {
                 continue;
             }
             *diff |= v < 0;
-            let start = self.seq.len() as u32;
-            ix.push_ranks(i, &self.rank, &mut self.seq);
-            self.spans.push((start, self.seq.len() as u32 - start, v));
+            ix.push_stack(i, &self.rank, &mut self.seq, &mut self.spans, v);
         }
         self.next = end;
         end == self.kept.len()
@@ -359,11 +359,21 @@ impl Reading {
 // `Groups::add`).
 
 impl Index<'_> {
-    /// Appends sample `i`'s frames, root first, as `rank << 1 | inlined`.
+    /// Appends sample `i`'s frames to `seq`, root first, as `rank << 1 | inlined`, and
+    /// their span with `x` (its value, or its index) to `spans`.
     #[inline(never)]
-    fn push_ranks(&self, i: usize, rank: &[u32], seq: &mut pprof_scan::Symbols) {
+    fn push_stack(
+        &self,
+        i: usize,
+        rank: &[u32],
+        seq: &mut pprof_scan::Symbols,
+        spans: &mut Vec<(u32, u32, i64)>,
+        x: i64,
+    ) {
+        let start = seq.len() as u32;
         for f in self.root_first(i) {
             seq.push(rank[f.node as usize] << 1 | u32::from(f.inlined));
         }
+        spans.push((start, seq.len() as u32 - start, x));
     }
 }
