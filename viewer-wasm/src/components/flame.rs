@@ -326,9 +326,13 @@ fn draw(c: &HtmlCanvasElement, tree: &FlameTree, zoom: usize, search: Option<&Ma
     // last resize still holds.
     let dev_h = (height * dpr).round() as u32;
     if c.width() != dev_w || c.height() < dev_h {
+        // Room for half as many rows again: a zoom that widens frames too thin to show
+        // before (deeper rows) then draws without a resize, which was most of the
+        // first zoom's time on the 1M-sample synthetic profile.
+        let room = (rows + rows / 2) as f64 * ROW + 1.0;
         c.set_width(dev_w);
-        c.set_height(dev_h);
-        let size = format!("width:{}px;height:{}px", width as i64, height as i64);
+        c.set_height((room * dpr).round() as u32);
+        let size = format!("width:{}px;height:{}px", width as i64, room as i64);
         let _ = c.set_attribute("style", &size);
         let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
         ctx.set_font("12px ui-monospace, 'SF Mono', Menlo, Consolas, monospace");
