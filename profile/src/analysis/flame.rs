@@ -100,10 +100,10 @@ impl Index<'_> {
 
     /// [`Index::flame`] built a slice at a time ([`FlameBuild::step`]): the samples
     /// read, their stacks sorted and the tree built in the steps (here only the filter
-    /// is applied and the names ranked). Once the index has
-    /// its samples in order ([`Index::sort_stacks`]) there is no sort: the samples are
-    /// taken from that order here, each with only its frames past what it shares with
-    /// the one taken before (one sequential pass, a fraction of the build).
+    /// is applied and the names ranked). Once the index has its samples in order
+    /// ([`Index::sort_stacks`]) there is no sort: the samples are taken from that order
+    /// here, each with only its frames past what it shares with the one taken before
+    /// (one sequential pass, a fraction of the build).
     pub fn flame_build(&self, sample_index: usize, filter: &Filter) -> FlameBuild {
         let kept = self.kept(filter);
         // Each kept sample as a root-first sequence of (rank << 1 | inlined).
