@@ -183,3 +183,37 @@ proptest! {
         prop_assert_eq!(scale_heap_sample(count, count * size, 1), (count, count * size));
     }
 }
+
+proptest! {
+    /// Left edges (not kept in the tree, found by walking down to a node): a node's
+    /// children side by side from its own left edge, in order, inside it.
+    #[test]
+    fn flame_children_lie_side_by_side_inside_their_parent(
+        s in samples(), base in samples(), skips in prop::collection::vec(any::<bool>(), 64),
+    ) {
+        use heapsnap_profile::analysis::{Edges, Filter, Index};
+        for p in [build(&s), profile::diff(&build(&base), &build(&s)).unwrap()] {
+            let ix = Index::new(&p);
+            for si in 0..2 {
+                let f = ix.flame(si, &Filter::none());
+                let n = &f.nodes;
+                prop_assert_eq!(f.x(0), 0);
+                for i in 0..n.len() {
+                    let (mut c, mut x) = (i + 1, f.x(i));
+                    while c < n[i].end as usize {
+                        prop_assert_eq!(f.x(c), x, "node {} child {}", i, c);
+                        x += n[c].width;
+                        c = n[c].end as usize;
+                    }
+                    prop_assert!(x <= f.x(i) + n[i].width, "children of {} past its right edge", i);
+                }
+                // A walk that skips subtrees, as the drawing does, finds the same edges.
+                let (mut edges, mut i) = (Edges::default(), 0);
+                while i < n.len() {
+                    prop_assert_eq!(edges.of(&n[i]), f.x(i), "node {}", i);
+                    i = if skips[i % skips.len()] && i > 0 { n[i].end as usize } else { i + 1 };
+                }
+            }
+        }
+    }
+}

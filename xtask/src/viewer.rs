@@ -54,10 +54,12 @@ use std::process::Command;
 /// / 0.75 KiB to 323.75 / 135.5 when the load's stages shared one clock for their
 /// slices and the first flame tree read its samples in slices too (the 550k-sample
 /// profile's longest task while loading 80–110 → ≤ 50 ms; a CI run had failed
-/// `viewer_responsive` on a timer 206 ms late): 323.5 / 135.4 KiB. Winning it back is
-/// tracked in the issue notes.
-const BUDGET_RAW: u64 = 323 * 1024 + 768;
-const BUDGET_GZ: u64 = 135 * 1024 + 512;
+/// `viewer_responsive` on a timer 206 ms late): 323.5 / 135.4 KiB. By 0.25 / 0.25 KiB
+/// to 324 / 135.75 when flame nodes stopped keeping their left edge (summed as a walk
+/// goes: the 5 MB Go heap profile's page 149.3 → 142.2 MB): 323.8 / 135.6 KiB.
+/// Winning it back is tracked in the issue notes.
+const BUDGET_RAW: u64 = 324 * 1024;
+const BUDGET_GZ: u64 = 135 * 1024 + 768;
 
 const TARGET: &str = "wasm32-unknown-unknown";
 

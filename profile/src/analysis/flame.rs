@@ -57,17 +57,33 @@ impl FlameTree {
             return vec![i];
         }
         let mut p = vec![0];
-        let mut cur = 0;
-        while cur != i {
+        self.descend(i, &mut |c, _| p.push(c));
+        p
+    }
+
+    /// Left edge of node `i`, in value units from the root's (see
+    /// [`FlameNode::width`]): the widths of the siblings before it and before each of
+    /// its ancestors.
+    pub fn x(&self, i: usize) -> i64 {
+        let mut x = 0;
+        self.descend(i, &mut |_, at| x = at);
+        x
+    }
+
+    /// Goes from the root down to node `i`, `on` told each node on the way below the
+    /// root and its left edge.
+    fn descend(&self, i: usize, on: &mut dyn FnMut(usize, i64)) {
+        let (mut cur, mut x) = (0, 0i64);
+        while cur != i && i < self.nodes.len() {
             // The child of `cur` whose subtree holds `i`.
             let mut c = cur + 1;
             while c < i && self.nodes[c].end as usize <= i {
+                x = x.wrapping_add(self.nodes[c].width);
                 c = (self.nodes[c].end as usize).max(c + 1);
             }
-            p.push(c);
+            on(c, x);
             cur = c;
         }
-        p
     }
 
     /// Pre-order index of the node reached by following `names` (function names) from
@@ -88,6 +104,34 @@ impl FlameTree {
             cur = found?;
         }
         Some(cur)
+    }
+}
+
+/// Left edges (in value units) along a pre-order walk of a flame tree that may skip
+/// subtrees, as a flame graph's drawing and hit test walk it: the tree does not keep
+/// them (see [`FlameNode::width`]). Told every node the walk reaches, in order.
+pub struct Edges(Vec<i64>);
+
+impl Default for Edges {
+    /// At the root.
+    fn default() -> Self {
+        Edges(vec![0])
+    }
+}
+
+impl Edges {
+    /// The left edge of `n`, the walk's next node: the first child of the one before,
+    /// its next sibling, or a node past its subtree (skipped).
+    pub fn of(&mut self, n: &FlameNode) -> i64 {
+        let d = n.depth as usize;
+        self.0.truncate(d + 1);
+        let x = self.0.get(d).copied().unwrap_or(0);
+        if let Some(next) = self.0.get_mut(d) {
+            *next = x.wrapping_add(n.width);
+        }
+        // Its children start where it does.
+        self.0.push(x);
+        x
     }
 }
 

@@ -20,7 +20,7 @@ pub use compact::{
     decode_compact, decode_compact_limited, decode_compact_sized, decode_compact_with_limit,
     CompactDecoder, Finishing,
 };
-pub use flame::{FlameBuild, FlameNode, FlameTree, StackSorting};
+pub use flame::{Edges, FlameBuild, FlameNode, FlameTree, StackSorting};
 pub use growth::{flat_of, growth, GrowthError};
 pub use index::{Analysed, Filter, FilterError, Frame, Index, IndexBuild, Pattern, ValueOverflow};
 pub use source::{SourceLine, SourceTable};

@@ -160,7 +160,7 @@ fn flame_tree_merges_paths_root_first_and_marks_inlined_frames() {
                 f.nodes[i].depth,
                 f.name(i),
                 f.nodes[i].value,
-                f.nodes[i].x,
+                f.x(i),
                 f.nodes[i].inlined,
             )
         })

@@ -3,7 +3,7 @@
 //! highlight; inlined frames are drawn lighter with a hatched left edge.
 
 use crate::state::{Action, ByPtr};
-use heapsnap_profile::analysis::{format_percent, format_value, FlameTree, Pattern};
+use heapsnap_profile::analysis::{format_percent, format_value, Edges, FlameTree, Pattern};
 use std::cell::Cell;
 use std::rc::Rc;
 use wasm_bindgen::{Clamped, JsCast};
@@ -225,7 +225,7 @@ pub fn flame_graph(p: &Props) -> Html {
 fn scale(tree: &FlameTree, zoom: usize, width: f64) -> (f64, f64) {
     let z = &tree.nodes[zoom];
     let w = (z.width.max(1)) as f64;
-    (z.x as f64, width / w)
+    (tree.x(zoom) as f64, width / w)
 }
 
 /// The frame under canvas point (x, y) in CSS pixels.
@@ -233,10 +233,12 @@ fn hit(c: &HtmlCanvasElement, tree: &FlameTree, zoom: usize, x: f64, y: f64) -> 
     let depth = (y / ROW).floor() as u32;
     let (x0, k) = scale(tree, zoom, c.client_width() as f64);
     let vx = x0 + x / k;
+    let mut edges = Edges::default();
     let mut i = 0;
     while i < tree.nodes.len() {
         let n = &tree.nodes[i];
-        let inside = (n.x as f64) <= vx && vx < (n.x + n.width) as f64;
+        let nx = edges.of(n);
+        let inside = (nx as f64) <= vx && vx < nx.wrapping_add(n.width) as f64;
         if !inside {
             i = n.end as usize;
             continue;
@@ -249,10 +251,12 @@ fn hit(c: &HtmlCanvasElement, tree: &FlameTree, zoom: usize, x: f64, y: f64) -> 
     None
 }
 
-/// One frame to paint: its node and its horizontal extent in device pixels.
+/// One frame to paint: its node, its left edge in value units and its horizontal
+/// extent in device pixels.
 struct Paint {
     node: u32,
     depth: u32,
+    left: i64,
     x0: u32,
     x1: u32,
 }
@@ -283,9 +287,9 @@ fn draw(c: &HtmlCanvasElement, tree: &FlameTree, zoom: usize, search: Option<&Ma
     else {
         return;
     };
-    // A frame's left edge and width in CSS pixels.
-    let css = |n: &heapsnap_profile::analysis::FlameNode| {
-        let (nx, nw) = (n.x as f64, n.width as f64);
+    // A frame's left edge and width in CSS pixels, from its left edge in value units.
+    let css = |nx: i64, n: &heapsnap_profile::analysis::FlameNode| {
+        let (nx, nw) = (nx as f64, n.width as f64);
         let px = ((nx - x0) * k).max(0.0);
         (px, ((nx + nw - x0) * k).min(width) - px)
     };
@@ -297,22 +301,25 @@ fn draw(c: &HtmlCanvasElement, tree: &FlameTree, zoom: usize, search: Option<&Ma
     let mut boxes: Vec<Paint> = Vec::new();
     let mut rows = zn.depth as usize + 1;
     let (lo, hi) = (x0, x0 + zn.width.max(1) as f64);
+    let mut edges = Edges::default();
     let mut i = 0;
     while i < tree.nodes.len() {
         let n = &tree.nodes[i];
-        let (nx, nw) = (n.x as f64, n.width as f64);
+        let left = edges.of(n);
+        let (nx, nw) = (left as f64, n.width as f64);
         if nx + nw <= lo || nx >= hi || nw * k < 0.4 || n.width == 0 {
             i = n.end as usize;
             continue;
         }
         rows = rows.max(n.depth as usize + 1);
-        let (px, pw) = css(n);
+        let (px, pw) = css(left, n);
         let x0 = dev(px);
         // At least one device pixel, so thin frames still show.
         let x1 = dev(px + (pw - 1.0).max(0.0)).max(x0 + 1).min(dev_w);
         boxes.push(Paint {
             node: i as u32,
             depth: n.depth,
+            left,
             x0,
             x1,
         });
@@ -419,9 +426,10 @@ fn draw(c: &HtmlCanvasElement, tree: &FlameTree, zoom: usize, search: Option<&Ma
         // into its caller"), then its label where it fits.
         let py = d as f64 * ROW;
         for &j in row {
-            let i = boxes[j as usize].node as usize;
+            let b = &boxes[j as usize];
+            let i = b.node as usize;
             let n = &tree.nodes[i];
-            let (px, pw) = css(n);
+            let (px, pw) = css(b.left, n);
             if n.inlined && pw > 4.0 {
                 ctx.set_fill_style_str("rgba(120, 60, 20, 0.55)");
                 let mut yy = py;
