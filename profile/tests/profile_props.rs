@@ -185,8 +185,11 @@ proptest! {
 }
 
 proptest! {
-    /// Left edges (not kept in the tree, found by walking down to a node): a node's
-    /// children side by side from its own left edge, in order, inside it.
+    /// Left edges (not kept in the tree): `FlameTree::x`, found from the root down,
+    /// agrees with each node's children laid side by side from its own left edge, in
+    /// order, and they fit inside it; a walk that skips subtrees finds the same edges.
+    /// (The layout itself, a node's own value right of its children, is the one the
+    /// builder's stack order gives: see the unit test of the tree's shape.)
     #[test]
     fn flame_children_lie_side_by_side_inside_their_parent(
         s in samples(), base in samples(), skips in prop::collection::vec(any::<bool>(), 64),

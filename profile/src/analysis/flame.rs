@@ -124,6 +124,8 @@ impl Edges {
     /// its next sibling, or a node past its subtree (skipped).
     pub fn of(&mut self, n: &FlameNode) -> i64 {
         let d = n.depth as usize;
+        // (A walk goes down one level at a time.)
+        debug_assert!(d < self.0.len(), "a walk that skipped a level");
         self.0.truncate(d + 1);
         let x = self.0.get(d).copied().unwrap_or(0);
         if let Some(next) = self.0.get_mut(d) {

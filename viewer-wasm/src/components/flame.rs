@@ -327,16 +327,18 @@ fn draw(c: &HtmlCanvasElement, tree: &FlameTree, zoom: usize, search: Option<&Ma
     }
     let height = rows as f64 * ROW + 1.0;
     // A new size clears the canvas and its state (font, transform) but reallocates its
-    // pixels (~2.5 ms at this size): the canvas only grows, to the deepest graph drawn
-    // so far, and its box shows the rows of this one (`overflow: hidden`), the rest
-    // cleared. The strips below cover every row shown, and the state set after the
-    // last resize still holds.
+    // pixels (~2.5 ms at this size): the canvas is resized only for a new width or more
+    // rows than it has room for, and its box shows the rows of this graph (`overflow:
+    // hidden`), the rest cleared. The strips below cover every row shown, and the state
+    // set after the last resize still holds.
     let dev_h = (height * dpr).round() as u32;
     if c.width() != dev_w || c.height() < dev_h {
         // Room for half as many rows again: a zoom that widens frames too thin to show
         // before (deeper rows) then draws without a resize, which was most of the
-        // first zoom's time on the 1M-sample synthetic profile.
-        let room = (rows + rows / 2) as f64 * ROW + 1.0;
+        // first zoom's time on the 1M-sample synthetic profile. No room past what a
+        // canvas may be (32,767 pixels high in Chromium).
+        let most = (32_000.0 / (ROW * dpr)) as usize;
+        let room = (rows + rows / 2).min(most).max(rows) as f64 * ROW + 1.0;
         c.set_width(dev_w);
         c.set_height((room * dpr).round() as u32);
         let size = format!("width:{}px;height:{}px", width as i64, room as i64);
