@@ -873,9 +873,9 @@ fn symbol(b: &[u8]) -> u32 {
 
 /// Stacks being sorted, given as spans `(start, len, value)` of `seq` (in symbols),
 /// each a root-first sequence of [`Symbols`]: lexicographically, a stack that is a
-/// prefix of another after it (so a node's self value lands right of its children). Sorted a slice at a time
-/// ([`StackSort::step`]), so that a caller with an event loop to serve (the viewer)
-/// can let it run between slices.
+/// prefix of another after it (so a node's self value lands right of its children).
+/// Sorted a slice at a time ([`StackSort::step`]), so that a caller with an event loop
+/// to serve (the viewer) can let it run between slices.
 ///
 /// An LCP merge sort (Ng and Kakehi): each stack carries the length of its common
 /// prefix with the one before it, so a comparison starts past what two stacks are

@@ -225,8 +225,7 @@ async fn prepare(profile: Rc<Profile>) -> Ready {
     let flame = Rc::new(f.finish(&index));
     mark("flame-built");
     // The first paint (the page's render and the flame graph drawn) in a task of its own.
-    let _ = JsFuture::from(yield_now()).await;
-    turned();
+    turn().await;
     Ready {
         index,
         sample_index,
@@ -285,9 +284,14 @@ async fn breathe() {
     let since = js_sys::Date::now() - f64::from_bits(LAST_TURN.load(Relaxed));
     // (Negative when the wall clock was set back: a turn, and the clock starts again.)
     if !(0.0..=YIELD_MS).contains(&since) {
-        let _ = JsFuture::from(yield_now()).await;
-        turned();
+        turn().await;
     }
+}
+
+/// Lets the page answer input now (a turn of its event loop), and notes it.
+async fn turn() {
+    let _ = JsFuture::from(yield_now()).await;
+    turned();
 }
 
 /// Fetches one profile, decodes it and dispatches it; `Err` when it cannot be fetched.
