@@ -28,7 +28,7 @@ fn frame(cycle: u64, in_use: u64, ticks: u64) -> Vec<u8> {
     b.active.allocs = in_use / 16;
     b.active.alloc_bytes = in_use;
     let s = Snapshot {
-        version: sampler_core::snapshot::VERSION_FLAGS,
+        version: sampler_core::snapshot::VERSION_SHARED,
         word_size: 4,
         sample_rate: 1,
         cycle,

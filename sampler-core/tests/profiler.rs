@@ -278,7 +278,7 @@ fn snapshots_stream_into_slices_and_cobs_frames() {
 #[test]
 fn object_table_lists_the_live_sampled_objects() {
     use sampler_core::decoded::LiveObject;
-    use sampler_core::snapshot::{encode_to_vec, VERSION, VERSION_OBJECTS};
+    use sampler_core::snapshot::{encode_to_vec, VERSION_SHARED};
     type P = Profiler<16, 256, 16, 16, 8>;
     let prof = P::new(1, 1);
     let a = [0x1111usize, 0x2222];
@@ -298,7 +298,8 @@ fn object_table_lists_the_live_sampled_objects() {
     assert_eq!(&written[..], &bytes[..]);
     assert!(bytes.len() <= P::MAX_SNAPSHOT_LEN_WITH_OBJECTS);
     let s = decode(&bytes).unwrap();
-    assert_eq!(s.version, VERSION_OBJECTS);
+    assert_eq!(s.version, VERSION_SHARED);
+    assert!(s.objects.is_some());
     let stack_of = |frames: &[u64]| s.stacks.iter().find(|st| st.frames == frames).unwrap().id;
     let mut objs = s.objects.clone().unwrap();
     objs.sort();
@@ -318,7 +319,7 @@ fn object_table_lists_the_live_sampled_objects() {
         ]
     );
     let plain = snapshot(&prof);
-    assert_eq!((plain.version, plain.objects), (VERSION, None));
+    assert_eq!((plain.version, plain.objects), (VERSION_SHARED, None));
     // The profiler's memory holds no live address as a plain word.
     let raw = unsafe {
         std::slice::from_raw_parts((&prof as *const P).cast::<u8>(), std::mem::size_of::<P>())

@@ -7,7 +7,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use sampler_core::decoded::{Bucket, Snapshot, Stack};
-use sampler_core::snapshot::{decode, decode_frames, encode_framed_to_vec, encode_to_vec};
+use sampler_core::snapshot::{
+    decode, decode_frames, encode_framed_to_vec, encode_to_vec, shared_frames_cap, VERSION_SHARED,
+};
 
 struct Counting;
 static LIVE: AtomicUsize = AtomicUsize::new(0);
@@ -59,7 +61,7 @@ fn decoder_memory_is_bounded_by_its_input() {
         (
             "empty stacks",
             Snapshot {
-                version: 1,
+                version: VERSION_SHARED,
                 word_size: 8,
                 stacks: (0..n).map(|id| Stack { id, frames: vec![] }).collect(),
                 ..Default::default()
@@ -68,7 +70,7 @@ fn decoder_memory_is_bounded_by_its_input() {
         (
             "one-byte frames",
             Snapshot {
-                version: 1,
+                version: VERSION_SHARED,
                 word_size: 8,
                 stacks: vec![Stack {
                     id: 0,
@@ -80,7 +82,7 @@ fn decoder_memory_is_bounded_by_its_input() {
         (
             "minimal buckets",
             Snapshot {
-                version: 1,
+                version: VERSION_SHARED,
                 word_size: 8,
                 stacks: vec![Stack {
                     id: 0,
@@ -109,10 +111,47 @@ fn decoder_memory_is_bounded_by_its_input() {
         check(&format!("{what} (first 32 bytes)"), head, peak);
     }
 
+    // Version 4's shared frames (§2.3): stacks that each name all 64 frames of the one
+    // before cost 5 bytes, and expand to 512 bytes of frames. Within the cap, the
+    // decoder needs its 24 bytes per input byte plus 8 per frame the cap allows.
+    let deep: Vec<u64> = (0..64).collect();
+    let s = Snapshot {
+        version: VERSION_SHARED,
+        word_size: 8,
+        stacks: (0..n)
+            .map(|id| Stack {
+                id,
+                frames: deep.clone(),
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let bytes = encode_to_vec(&s).unwrap();
+    let mut decoded = None;
+    let peak = peak_during(|| decoded = Some(decode(&bytes).unwrap()));
+    assert_eq!(decoded.as_ref(), Some(&s));
+    drop(decoded);
+    let expanded = n as usize * deep.len();
+    eprintln!(
+        "shared stacks: {} bytes in, {expanded} frames, peak {peak} bytes of heap",
+        bytes.len()
+    );
+    // The encoder shared frames until the cap, then wrote stacks whole.
+    assert!(
+        bytes.len() < expanded,
+        "{} bytes for {expanded} frames",
+        bytes.len()
+    );
+    assert!(
+        peak <= PER_BYTE * bytes.len() + 8 * shared_frames_cap(bytes.len()) + 4096,
+        "shared stacks: {peak} bytes of heap for {} bytes of input",
+        bytes.len()
+    );
+
     // The densest hostile input: 2-byte stacks that all claim id 0. Rejected (after the
     // CRC), but only once parsed, so it is the worst case for memory per input byte.
     let s = Snapshot {
-        version: 1,
+        version: VERSION_SHARED,
         word_size: 8,
         stacks: vec![
             Stack {

@@ -95,7 +95,7 @@ fn every_single_bit_flip_is_a_typed_error() {
 fn value_flip_is_bad_crc_with_both_crcs() {
     let bytes = fixture_bytes();
     let mut b = bytes.clone();
-    b[0x0c] ^= 0x01; // samples counter 42 -> 43: same structure, different value
+    b[0x0d] ^= 0x01; // samples counter 42 -> 43: same structure, different value
     let n = b.len() - 4;
     let stored = u32::from_le_bytes(bytes[n..].try_into().unwrap());
     assert_eq!(
@@ -110,7 +110,7 @@ fn value_flip_is_bad_crc_with_both_crcs() {
 
 #[test]
 fn other_versions_are_unsupported() {
-    for v in [0u16, 4, 0x100, u16::MAX] {
+    for v in [0u16, 5, 0x100, u16::MAX] {
         let mut b = fixture_bytes();
         b[4..6].copy_from_slice(&v.to_le_bytes());
         let e = decode(&reseal(b)).unwrap_err();
@@ -125,10 +125,10 @@ fn other_versions_are_unsupported() {
     }
     // Even a truncated snapshot of another version says so (nothing after is read).
     let mut b = fixture_bytes();
-    b[4] = 4;
+    b[4] = 5;
     assert!(matches!(
         decode(&b[..7]),
-        Err(DecodeError::UnsupportedVersion { found: 4, .. })
+        Err(DecodeError::UnsupportedVersion { found: 5, .. })
     ));
 }
 
@@ -176,9 +176,9 @@ fn hostile_counts_do_not_allocate() {
         ..Default::default()
     };
     let b = encode_to_vec(&s).unwrap();
-    // Layout: magic(4) version(2) word(1) rate(1) cycle(1) 0d + 13 counters, then
-    // mapping count at offset 23.
-    for count_at in [23usize, 24, 25] {
+    // Layout: magic(4) version(2) word(1) rate(1) cycle(1) flags(1) 0d + 13 counters,
+    // then the mapping count at offset 24.
+    for count_at in [24usize, 25, 26] {
         let mut h = b[..count_at].to_vec();
         h.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0f]); // 2^63-1
         h.extend_from_slice(&b[count_at + 1..]);
@@ -196,8 +196,8 @@ fn hostile_counts_do_not_allocate() {
     s.stacks[0].frames.truncate(1);
     s.buckets.retain(|b| b.stack_id == 0);
     let b = encode_to_vec(&s).unwrap();
-    let at = 0x33; // frame count of stack 0
-    assert_eq!(b[at], 1);
+    let at = 0x34; // head of stack 0: one own frame, shares none
+    assert_eq!(b[at], 2);
     let mut h = b[..at].to_vec();
     h.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
     h.extend_from_slice(&b[at + 1..]);
@@ -297,17 +297,17 @@ fn semantic_errors_are_malformed_with_offsets() {
     }
     // A name that is not UTF-8: patch "fw.elf" in the fixture and reseal.
     let mut b = fixture_bytes();
-    b[0x26] = 0xff;
+    b[0x27] = 0xff;
     assert!(matches!(
         decode(&reseal(b)),
-        Err(DecodeError::Malformed { offset: 0x25, .. })
+        Err(DecodeError::Malformed { offset: 0x26, .. })
     ));
-    // The heap totals flag is 0 or 1: patch it to 2 (fixture offset 0x13) and reseal.
+    // The heap totals flag is 0 or 1: patch it to 2 (fixture offset 0x14) and reseal.
     let mut b = fixture_bytes();
-    assert_eq!(b[0x13], 1, "heap_totals of the fixture");
-    b[0x13] = 2;
+    assert_eq!(b[0x14], 1, "heap_totals of the fixture");
+    b[0x14] = 2;
     match decode(&reseal(b)) {
-        Err(e @ DecodeError::Malformed { offset: 0x13, .. }) => {
+        Err(e @ DecodeError::Malformed { offset: 0x14, .. }) => {
             assert!(
                 e.to_string().contains("heap_totals 2 (must be 0 or 1)"),
                 "{e}"
@@ -326,10 +326,10 @@ fn error_texts_say_what_and_where() {
         "{e}"
     );
     let mut c = b.clone();
-    c[0x0c] ^= 1;
+    c[0x0d] ^= 1;
     let e = decode(&c).unwrap_err().to_string();
     assert!(
-        e.contains("checksum mismatch") && e.contains("byte 90"),
+        e.contains("checksum mismatch") && e.contains("byte 91"),
         "{e}"
     );
 }
@@ -338,7 +338,7 @@ fn error_texts_say_what_and_where() {
 #[test]
 fn stack_id_varint_beyond_u32_is_malformed() {
     let s = Snapshot {
-        version: 1,
+        version: sampler_core::snapshot::VERSION_SHARED,
         word_size: 8,
         stacks: vec![Stack {
             id: u32::MAX,
@@ -347,7 +347,7 @@ fn stack_id_varint_beyond_u32_is_malformed() {
         ..Default::default()
     };
     let b = encode_to_vec(&s).unwrap();
-    let at = 25; // header (23), mapping count, stack count
+    let at = 26; // header (24), mapping count, stack count
     assert_eq!(&b[at..at + 5], &[0xff, 0xff, 0xff, 0xff, 0x0f]);
     assert_eq!(decode(&b).unwrap(), s);
     let mut h = b.clone();
@@ -355,4 +355,81 @@ fn stack_id_varint_beyond_u32_is_malformed() {
     assert!(
         matches!(decode(&reseal(h)), Err(DecodeError::Malformed { offset, .. }) if offset == at)
     );
+}
+
+/// Version 4's links (§2.3) behind a valid CRC: a base further back than the stacks
+/// before it, or more frames than the base has, or none, is `Malformed` at the link.
+/// The fixture's stack 1 is `01 03 01 01 …` at 0x3d: id 1, one own frame and a link,
+/// base 1, one frame.
+#[test]
+fn links_to_a_stack_that_is_not_there_are_malformed() {
+    let b = fixture_bytes();
+    assert_eq!(&b[0x3d..0x41], &[0x01, 0x03, 0x01, 0x01]);
+    for (at, value, what) in [
+        (
+            0x3f,
+            2,
+            "shares frames of the stack 2 before it, but 1 come before it",
+        ),
+        (0x3f, 0, "shares frames of the stack 0 before it"),
+        (0x40, 4, "shares 4 frames of a stack of 3 (must be 1 to 3)"),
+        (0x40, 0, "shares 0 frames of a stack of 3"),
+    ] {
+        let mut c = b.clone();
+        c[at] = value;
+        match decode(&reseal(c)) {
+            Err(e @ DecodeError::Malformed { offset: 0x3f, .. }) => {
+                assert!(e.to_string().contains(what), "{e}")
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+}
+
+/// A stack that names the frames of an earlier one costs a few bytes however many it
+/// names: the cap of §2.3 (65,536 frames, and 8 more per byte read) stops a small file
+/// from asking for a huge expansion, at the stack that passes it, before allocating.
+#[test]
+fn shared_frames_beyond_the_cap_are_refused_at_once() {
+    // One stack of 4,096 frames (one byte each after the first), then stacks of no own
+    // frames that each name all of them: 5 bytes a stack for 4,096 frames.
+    // Magic, version 4, word size 8, rate 0, cycle 0, flags 0, 7 counters of 0, no
+    // mappings: 19 bytes; then the stack count.
+    let mut b = b"HSNP\x04\x00\x08\x00\x00\x00\x07".to_vec();
+    b.extend_from_slice(&[0; 8]);
+    let count_at = b.len();
+    let n = 100u32;
+    b.push(n as u8);
+    b.extend_from_slice(&[0x00, 0x80, 0x40]); // id 0, head 8192: 4,096 own frames
+    b.push(0x01);
+    b.extend(std::iter::repeat_n(0x00, 4095));
+    let at_first_link = b.len();
+    for id in 1..n {
+        // id, head 1 (no own frames, a link), base 1, 4,096 frames (0x80 0x20).
+        b.extend_from_slice(&[id as u8, 0x01, 0x01, 0x80, 0x20]);
+    }
+    b.push(0x00); // no buckets
+    let crc = crc32(&b);
+    b.extend_from_slice(&crc.to_le_bytes());
+    // 65,536 + 8 × bytes: the stack that passes the cap is the 16th or so, not the last.
+    match decode(&b) {
+        Err(e @ DecodeError::Malformed { offset, .. }) => {
+            assert!(
+                offset >= at_first_link && offset < b.len() - 20,
+                "{offset}: {e}"
+            );
+            assert!(e.to_string().contains("more than the"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Fewer stacks, within the cap: the same bytes decode, every stack expanded.
+    let few = 10u32;
+    let mut c = b[..at_first_link + 5 * (few as usize - 1)].to_vec();
+    c[count_at] = few as u8;
+    c.push(0x00);
+    let crc = crc32(&c);
+    c.extend_from_slice(&crc.to_le_bytes());
+    let s = decode(&c).unwrap();
+    assert_eq!(s.stacks.len(), few as usize);
+    assert!(s.stacks.iter().all(|s| s.frames.len() == 4096));
 }

@@ -77,8 +77,8 @@ fn capture_with_garbage_and_torn_frames_yields_the_last_good_snapshot() {
     cap.extend_from_slice(&f3); // good
     cap.extend_from_slice(&[0, 0]); // idle delimiters: ignored
     let mut bad = f4.clone();
-    bad[13] ^= 0x04; // line noise in a counter's value (not producing a 0x00)
-    assert_ne!(bad[13], 0);
+    bad[14] ^= 0x04; // line noise in a counter's value (not producing a 0x00)
+    assert_ne!(bad[14], 0);
     cap.extend_from_slice(&bad); // CRC error
     cap.extend_from_slice(&f5[..50]); // capture stopped mid-frame
 

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use sampler_core::snapshot::{
     decode, decode_frames, encode_framed_to_vec, encode_to_vec, VERSION, VERSION_FLAGS,
-    VERSION_OBJECTS,
+    VERSION_OBJECTS, VERSION_SHARED,
 };
 
 fn golden(name: &str) -> PathBuf {
@@ -55,86 +55,110 @@ fn hex_dump(bytes: &[u8]) -> String {
 #[test]
 fn fixture_encodes_to_the_golden_bytes() {
     let bytes = encode_to_vec(&snapshot_common::small()).unwrap();
-    check_golden("small.bin", &bytes);
+    check_golden("small-v4.bin", &bytes);
 }
 
 #[test]
 fn framed_fixture_encodes_to_the_golden_bytes() {
     let bytes = encode_framed_to_vec(&snapshot_common::small()).unwrap();
-    check_golden("small.cobs", &bytes);
+    check_golden("small-v4.cobs", &bytes);
 }
 
 #[test]
 fn golden_bytes_decode_to_the_fixture() {
-    let bytes = std::fs::read(golden("small.bin")).unwrap();
+    let bytes = std::fs::read(golden("small-v4.bin")).unwrap();
     let snap = decode(&bytes).unwrap();
     assert_eq!(snap, snapshot_common::small());
-    assert_eq!(snap.version, VERSION);
+    assert_eq!(snap.version, VERSION_SHARED);
 
-    let framed = std::fs::read(golden("small.cobs")).unwrap();
+    let framed = std::fs::read(golden("small-v4.cobs")).unwrap();
     let capture = decode_frames(&framed);
     assert_eq!(capture.frames.len(), 1);
     assert_eq!(capture.last_good(), Some(&snapshot_common::small()));
 }
 
-/// Version 2: the same snapshot with its object table (§2.5), pinned byte for byte; the
-/// version-1 bytes above are untouched by the table's existence (a source without
-/// objects still writes version 1).
+/// Version 4's stacks (§2.3): the second stack of the example ends in the first's
+/// outermost frame, so it is written as its own frame and a reference (one stack
+/// back, one frame), not as both frames: `01 03 01 01 80 c0 80 40` where version 1
+/// wrote `01 02 80 c0 80 40 ff 6f`.
 #[test]
-fn object_table_encodes_to_the_version_2_golden_bytes() {
-    let snap = snapshot_common::small_with_objects();
-    let bytes = encode_to_vec(&snap).unwrap();
-    check_golden("small-objects.bin", &bytes);
-    assert_eq!(u16::from_le_bytes([bytes[4], bytes[5]]), VERSION_OBJECTS);
-    let v1 = encode_to_vec(&snapshot_common::small()).unwrap();
-    // Everything before the buckets' end is version 1's, but for the version field
-    // and the CRC; the table follows the buckets.
-    assert_eq!(bytes[6..v1.len() - 4], v1[6..v1.len() - 4]);
-    let back = decode(&bytes).unwrap();
-    assert_eq!(back, snap);
-    assert_eq!(back.version, VERSION_OBJECTS);
-    // A version-1 snapshot decodes with no table at all (not an empty one).
-    assert_eq!(decode(&v1).unwrap().objects, None);
+fn a_stack_ending_in_an_earlier_stacks_frames_names_them() {
+    let v4 = std::fs::read(golden("small-v4.bin")).unwrap();
+    let v1 = std::fs::read(golden("small.bin")).unwrap();
+    let second = [0x01, 0x03, 0x01, 0x01, 0x80, 0xc0, 0x80, 0x40];
+    assert!(v4.windows(8).any(|w| w == second), "{}", hex_dump(&v4));
+    let whole = [0x01, 0x02, 0x80, 0xc0, 0x80, 0x40, 0xff, 0x6f];
+    assert!(v1.windows(8).any(|w| w == whole));
+    // The flags byte version 4 always writes costs one; sharing wins it back.
+    assert_eq!(v4.len(), v1.len() + 1);
 }
 
-/// Version 3: the same snapshot with a device timestamp (§2.6), pinned byte for byte:
-/// the flags and the clock follow `cycle`, everything else is version 1's. With the
-/// object table as well, flags say both, and the table follows the buckets as in
-/// version 2. A source without a timestamp still writes versions 1 and 2 (above).
+/// Version 4 with both optional parts (§2.5, §2.6): flags `03`, the clock after them,
+/// the object table after the buckets, pinned byte for byte.
 #[test]
-fn timestamp_encodes_to_the_version_3_golden_bytes() {
-    let snap = snapshot_common::small_with_timestamp();
+fn timestamp_and_objects_encode_to_the_golden_bytes() {
+    let mut snap = snapshot_common::small_with_objects();
+    snap.timestamp = snapshot_common::small_with_timestamp().timestamp;
     let bytes = encode_to_vec(&snap).unwrap();
-    check_golden("small-timestamp.bin", &bytes);
-    assert_eq!(u16::from_le_bytes([bytes[4], bytes[5]]), VERSION_FLAGS);
-    let v1 = encode_to_vec(&snapshot_common::small()).unwrap();
-    // magic, version, word size, rate (3 bytes), cycle: 11 bytes; then flags 01 and
-    // the two varints (4 bytes each), then version 1's bytes up to its CRC.
-    assert_eq!(bytes[6..11], v1[6..11]);
-    assert_eq!(bytes[11], 0x01, "flags: timestamp only");
-    assert_eq!(bytes[20..bytes.len() - 4], v1[11..v1.len() - 4]);
+    check_golden("small-v4-full.bin", &bytes);
+    assert_eq!(u16::from_le_bytes([bytes[4], bytes[5]]), VERSION_SHARED);
+    assert_eq!(bytes[11], 0x03, "flags: timestamp and objects");
+    let plain = encode_to_vec(&snapshot_common::small()).unwrap();
+    assert_eq!(plain[11], 0x00, "flags: neither");
+    // The clock's 8 bytes follow the flags; then the plain snapshot's bytes up to its
+    // CRC, then the table.
+    assert_eq!(bytes[20..plain.len() + 4], plain[12..plain.len() - 4]);
     let back = decode(&bytes).unwrap();
     assert_eq!(back, snap);
     assert_eq!(back.timestamp.unwrap().seconds(), 1.5);
-    // Versions 1 and 2 decode with no timestamp.
-    assert_eq!(decode(&v1).unwrap().timestamp, None);
-
-    let mut both = snapshot_common::small_with_objects();
-    both.version = VERSION_FLAGS;
-    both.timestamp = snap.timestamp;
-    let b = encode_to_vec(&both).unwrap();
-    assert_eq!(b[11], 0x03, "flags: timestamp and objects");
-    let v2 = encode_to_vec(&snapshot_common::small_with_objects()).unwrap();
-    assert_eq!(b[20..b.len() - 4], v2[11..v2.len() - 4]);
-    assert_eq!(decode(&b).unwrap(), both);
+    assert_eq!(decode(&plain).unwrap().timestamp, None);
+    assert_eq!(decode(&plain).unwrap().objects, None);
     // A flag this reader does not know is refused (after the CRC matched).
-    let mut unknown = b.clone();
+    let mut unknown = bytes.clone();
     unknown[11] = 0x07;
     let n = unknown.len() - 4;
     let crc = sampler_core::snapshot::crc32(&unknown[..n]).to_le_bytes();
     unknown[n..].copy_from_slice(&crc);
     let e = decode(&unknown).unwrap_err().to_string();
     assert!(e.contains("byte 11") && e.contains("flags 0x7"), "{e}");
+}
+
+/// What encoders before version 4 wrote (devices in the field still send it) decodes
+/// to the same snapshot, with its version: version 1 (`small.bin`, and framed), version
+/// 2 with the object table (`small-objects.bin`), version 3 with a timestamp and flags
+/// (`small-timestamp.bin`). Re-encoded, each is version 4.
+#[test]
+fn versions_1_to_3_still_decode() {
+    let old = |v: u16, s: sampler_core::decoded::Snapshot| sampler_core::decoded::Snapshot {
+        version: v,
+        ..s
+    };
+    for (file, version, want) in [
+        ("small.bin", VERSION, snapshot_common::small()),
+        (
+            "small-objects.bin",
+            VERSION_OBJECTS,
+            snapshot_common::small_with_objects(),
+        ),
+        (
+            "small-timestamp.bin",
+            VERSION_FLAGS,
+            snapshot_common::small_with_timestamp(),
+        ),
+    ] {
+        let bytes = std::fs::read(golden(file)).unwrap();
+        assert_eq!(u16::from_le_bytes([bytes[4], bytes[5]]), version, "{file}");
+        let snap = decode(&bytes).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(snap, old(version, want.clone()), "{file}");
+        let again = decode(&encode_to_vec(&snap).unwrap()).unwrap();
+        assert_eq!(again, want, "{file} re-encoded");
+    }
+    let framed = std::fs::read(golden("small.cobs")).unwrap();
+    let capture = decode_frames(&framed);
+    assert_eq!(
+        capture.last_good(),
+        Some(&old(VERSION, snapshot_common::small()))
+    );
 }
 
 /// Bytes an encoder wrote before the heap totals were appended to the counters (7
@@ -149,10 +173,17 @@ fn seven_counter_bytes_decode_with_heap_totals_absent() {
     assert_eq!(snap, snapshot_common::small_seven_counters());
     assert_eq!(snap.counters.heap(), None);
     // The same snapshot now encodes with every counter of the table (6 more bytes, all
-    // zero: `heap_totals` 0 says the four after it mean nothing, `elf_machine` 0 unknown).
+    // zero: `heap_totals` 0 says the four after it mean nothing, `elf_machine` 0 unknown),
+    // as version 4 (one more: the flags; the shared frame's saving pays for its link).
     let now = encode_to_vec(&snap).unwrap();
-    assert_eq!(now.len(), bytes.len() + 6);
-    assert_eq!(decode(&now).unwrap(), snap);
+    assert_eq!(now.len(), bytes.len() + 6 + 1);
+    assert_eq!(
+        decode(&now).unwrap(),
+        sampler_core::decoded::Snapshot {
+            version: VERSION_SHARED,
+            ..snap
+        }
+    );
 }
 
 /// Bytes an encoder wrote before `elf_machine` was appended (12 counters; `small.bin`
@@ -169,19 +200,39 @@ fn twelve_counter_bytes_decode_with_the_architecture_unknown() {
     assert_eq!(snap, snapshot_common::small_twelve_counters());
     assert_eq!(snap.counters.elf_machine, 0);
     let now = encode_to_vec(&snap).unwrap();
-    assert_eq!(now.len(), bytes.len() + 1);
-    assert_eq!(decode(&now).unwrap(), snap);
+    assert_eq!(now.len(), bytes.len() + 1 + 1);
+    assert_eq!(
+        decode(&now).unwrap(),
+        sampler_core::decoded::Snapshot {
+            version: VERSION_SHARED,
+            ..snap
+        }
+    );
 }
 
-/// The spec's worked example (the hex block after `<!-- golden: small.bin -->`) is the
-/// golden file, byte for byte.
+/// The spec's worked examples (the hex block after each `<!-- golden: FILE -->`) are the
+/// golden files, byte for byte.
 #[test]
 fn spec_worked_example_is_the_golden_bytes() {
     let spec_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/snapshot-format.md");
     let spec = std::fs::read_to_string(&spec_path).unwrap();
-    let expected = std::fs::read(golden("small.bin")).unwrap();
     for (marker, want) in [
-        ("<!-- golden: small.bin -->", expected),
+        (
+            "<!-- golden: small-v4.bin -->",
+            std::fs::read(golden("small-v4.bin")).unwrap(),
+        ),
+        (
+            "<!-- golden: small-v4.cobs -->",
+            std::fs::read(golden("small-v4.cobs")).unwrap(),
+        ),
+        (
+            "<!-- golden: small-v4-full.bin -->",
+            std::fs::read(golden("small-v4-full.bin")).unwrap(),
+        ),
+        (
+            "<!-- golden: small.bin -->",
+            std::fs::read(golden("small.bin")).unwrap(),
+        ),
         (
             "<!-- golden: small.cobs -->",
             std::fs::read(golden("small.cobs")).unwrap(),

@@ -13,7 +13,7 @@ use std::process::Command;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 use sampler_core::decoded::Snapshot;
-use sampler_core::snapshot::encode_to_vec;
+use sampler_core::snapshot::{decode, encode_to_vec};
 
 /// Compile the C reader with the system C compiler (the one rustc links with).
 fn snapdump() -> PathBuf {
@@ -103,12 +103,35 @@ fn crc_of(bytes: &[u8]) -> u32 {
 fn c_reader_from_the_spec_agrees_with_the_rust_decoder() {
     let exe = snapdump();
 
-    let golden =
-        std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/small.bin"))
-            .unwrap();
-    let (ok, out) = run(&exe, &golden, "small.bin");
+    let read = |name: &str| {
+        std::fs::read(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/golden")
+                .join(name),
+        )
+        .unwrap()
+    };
+    let as_version = |v: u16, s: Snapshot| Snapshot { version: v, ..s };
+    // Version 4, what the encoder writes: stack 1 names stack 0's last frame (§2.3).
+    let golden = read("small-v4.bin");
+    let (ok, out) = run(&exe, &golden, "small-v4.bin");
     assert!(ok, "{out}");
     assert_eq!(out, dump(&snapshot_common::small(), crc_of(&golden)));
+    assert!(out.contains("stack 1: 8002000 8000400"), "{out}");
+    let full = read("small-v4-full.bin");
+    let (ok, out) = run(&exe, &full, "small-v4-full.bin");
+    assert!(ok, "{out}");
+    assert_eq!(out, dump(&decode(&full).unwrap(), crc_of(&full)));
+    assert!(out.contains("timestamp 18750000 12500000"), "{out}");
+
+    // Version 1, as earlier encoders wrote it.
+    let v1 = read("small.bin");
+    let (ok, out) = run(&exe, &v1, "small.bin");
+    assert!(ok, "{out}");
+    assert_eq!(
+        out,
+        dump(&as_version(1, snapshot_common::small()), crc_of(&v1))
+    );
     assert!(out.contains("stack 0: 8001234 8001100 8000400"), "{out}");
     // Version 3: the timestamp golden (§2.6).
     let stamped = std::fs::read(
@@ -119,7 +142,10 @@ fn c_reader_from_the_spec_agrees_with_the_rust_decoder() {
     assert!(ok, "{out}");
     assert_eq!(
         out,
-        dump(&snapshot_common::small_with_timestamp(), crc_of(&stamped))
+        dump(
+            &as_version(3, snapshot_common::small_with_timestamp()),
+            crc_of(&stamped)
+        )
     );
     assert!(out.contains("timestamp 18750000 12500000"), "{out}");
 
@@ -132,7 +158,10 @@ fn c_reader_from_the_spec_agrees_with_the_rust_decoder() {
     assert!(ok, "{out}");
     assert_eq!(
         out,
-        dump(&snapshot_common::small_with_objects(), crc_of(&golden2))
+        dump(
+            &as_version(2, snapshot_common::small_with_objects()),
+            crc_of(&golden2)
+        )
     );
     assert!(
         out.contains("version 2\n") && out.contains("object 20000040 0 16\nobject 20000200 0 64\n"),
@@ -177,10 +206,6 @@ fn c_reader_from_the_spec_agrees_with_the_rust_decoder() {
                     })
                     .collect(),
             );
-            // Version 2, or 3 (objects behind a flag) when it also carries a timestamp.
-            if s.timestamp.is_none() {
-                s.version = 2;
-            }
         }
         let bytes = encode_to_vec(&s).unwrap();
         let (ok, out) = run(&exe, &bytes, &format!("random-{i}.bin"));
@@ -190,22 +215,32 @@ fn c_reader_from_the_spec_agrees_with_the_rust_decoder() {
 
     // The C reader rejects what the Rust decoder rejects, for the same reason.
     let mut flipped = golden.clone();
-    flipped[0x0c] ^= 1;
+    flipped[0x0d] ^= 1;
     assert!(run(&exe, &flipped, "flipped.bin")
         .1
         .contains("error: bad crc"));
     assert!(run(&exe, &golden[..50], "cut.bin")
         .1
         .contains("error: truncated"));
-    let mut v4 = golden.clone();
-    v4[4] = 4;
-    assert!(run(&exe, &v4, "v4.bin")
+    let mut v5 = golden.clone();
+    v5[4] = 5;
+    assert!(run(&exe, &v5, "v5.bin")
         .1
         .contains("error: unsupported version"));
     // A version-1 body read as version 2: the object count is missing.
-    let mut v2 = golden.clone();
+    let mut v2 = v1.clone();
     v2[4] = 2;
     assert!(run(&exe, &v2, "v2.bin").1.contains("error: "));
+    // A link to a stack that is not before it (§2.3), as in Rust.
+    let mut far = golden.clone();
+    far[0x3f] = 2;
+    let n = far.len() - 4;
+    let crc = sampler_core::snapshot::crc32(&far[..n]).to_le_bytes();
+    far[n..].copy_from_slice(&crc);
+    assert!(decode(&far).is_err());
+    assert!(run(&exe, &far, "far.bin")
+        .1
+        .contains("error: stack shares frames of a stack not before it"));
     // An object naming no bucket (valid CRC): refused after the CRC, as in Rust.
     let mut s = snapshot_common::small_with_objects();
     s.objects.as_mut().unwrap()[1].size = 17;

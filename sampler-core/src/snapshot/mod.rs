@@ -46,33 +46,64 @@ use crate::{Counters, Cycle};
 /// snapshot from any other file.
 pub const MAGIC: [u8; 4] = *b"HSNP";
 
-/// Format version the encoder writes for a snapshot without an object table: the
-/// bytes every encoder since the first wrote, unchanged (see "Versioning" in the spec).
+/// The first format version, and the oldest the decoder reads: what encoders before
+/// version 4 wrote for a snapshot without an object table (see "Versioning" in the
+/// spec; devices in the field still send it).
 pub const VERSION: u16 = 1;
 
 /// Format version of a snapshot that carries the object table (§2.5 of the spec):
-/// version 1's layout with one more section after the buckets. The encoder writes it
-/// only when the source offers objects ([`SnapshotSource::objects`]).
+/// version 1's layout with one more section after the buckets. Encoders before
+/// version 4 wrote it when the source offered objects.
 pub const VERSION_OBJECTS: u16 = 2;
 
 /// Format version of a snapshot that carries a device timestamp (§2.6 of the spec):
 /// a `flags` field after `cycle` says which optional parts follow (the timestamp right
-/// after the flags, the object table after the buckets). The encoder writes it only
-/// when the source offers a timestamp ([`SnapshotSource::timestamp`]), so a device
-/// without a clock sends the version-1 or version-2 bytes it always sent.
+/// after the flags, the object table after the buckets). Encoders before version 4
+/// wrote it when the source offered a timestamp.
 pub const VERSION_FLAGS: u16 = 3;
 
-/// Newest version the decoder reads (it reads every version from 1 up to this one).
-pub const LATEST_VERSION: u16 = VERSION_FLAGS;
+/// Format version the encoder writes (§2.3, §6 of the spec): version 3's layout (the
+/// `flags` field always present) with stacks that end in frames of an earlier stack
+/// naming that stack instead of repeating them. Stacks share their outer frames (the
+/// runtime's start, `main`, the main loop), so this halves a host program's stack
+/// section; versions 1-3 wrote every frame of every stack.
+pub const VERSION_SHARED: u16 = 4;
 
-/// Version-3 `flags` bit: a [`Timestamp`] follows the flags.
+/// Newest version the decoder reads (it reads every version from 1 up to this one).
+pub const LATEST_VERSION: u16 = VERSION_SHARED;
+
+/// How many stacks back the encoder looks for one to share frames with (§2.3): a
+/// fixed window, so the device keeps that many stack references on its stack (not a
+/// table) and the search costs at most this many suffix compares per stack. On the
+/// host example's snapshot 8 finds nearly all of what an unbounded search does.
+pub const SHARE_WINDOW: usize = 8;
+
+/// Frames the stacks of a version-4 snapshot may expand to in all, at the end of each
+/// stack, whatever the bytes (§2.3): with [`SHARED_FRAMES_PER_BYTE`], the cap a decoder
+/// enforces. A stack that shares frames costs a few bytes on the wire however many it
+/// names, so without a cap a small hostile file could make a decoder allocate without
+/// bound; with it, a decoder's memory stays a small multiple of its input.
+pub const SHARED_FRAMES_FREE: usize = 1 << 16;
+
+/// Frames the stacks of a version-4 snapshot may expand to per byte read, from the
+/// snapshot's first byte to the end of the stack (§2.3). The encoder shares frames only
+/// within it, so it never writes what a decoder refuses.
+pub const SHARED_FRAMES_PER_BYTE: usize = 8;
+
+/// Most frames (own and shared, of all stacks so far) a version-4 snapshot may have
+/// expanded to after `bytes` bytes: the cap of §2.3.
+pub const fn shared_frames_cap(bytes: usize) -> usize {
+    SHARED_FRAMES_FREE.saturating_add(bytes.saturating_mul(SHARED_FRAMES_PER_BYTE))
+}
+
+/// Version-3 and -4 `flags` bit: a [`Timestamp`] follows the flags.
 pub const FLAG_TIMESTAMP: u64 = 1;
-/// Version-3 `flags` bit: the object table follows the buckets.
+/// Version-3 and -4 `flags` bit: the object table follows the buckets.
 pub const FLAG_OBJECTS: u64 = 2;
 
-/// Most bytes a [`Timestamp`] adds to a snapshot (the flags and two `u64` varints):
-/// add it to [`max_encoded_len`] for a snapshot written with one.
-pub const TIMESTAMP_MAX_LEN: usize = 1 + 2 * 10;
+/// Most bytes a [`Timestamp`] adds to a snapshot (two `u64` varints; the flags are
+/// always written): add it to [`max_encoded_len`] for a snapshot written with one.
+pub const TIMESTAMP_MAX_LEN: usize = 2 * 10;
 
 /// When the device took a snapshot, by the integrator's clock: what orders a series
 /// in time (the cycle number orders it too, but says nothing of seconds), written only
@@ -148,7 +179,8 @@ pub const fn max_encoded_len(shape: Shape, mappings: &[MappingRef<'_>]) -> usize
     };
     let word = varint_len(word_bits);
     let stack_id = varint_len(32);
-    let mut n = MAGIC.len() + 2 + 1 + U64 + U64;
+    // Magic, version, word size, rate, cycle, flags (one byte: bits 0 and 1).
+    let mut n = MAGIC.len() + 2 + 1 + U64 + U64 + 1;
     n += varint_len(bits(Counters::LEN)) + Counters::LEN * U64;
     n += varint_len(bits(mappings.len()));
     let mut i = 0;
@@ -166,7 +198,13 @@ pub const fn max_encoded_len(shape: Shape, mappings: &[MappingRef<'_>]) -> usize
         most
     };
     n += varint_len(bits(shape.stacks));
-    n += shape.stacks * (stack_id + varint_len(bits(shape.depth)));
+    // Per stack: id, own frames and the share bit, the base (within the window) and
+    // the frames shared.
+    n += shape.stacks
+        * (stack_id
+            + varint_len(bits(shape.depth) + 1)
+            + varint_len(bits(SHARE_WINDOW))
+            + varint_len(bits(shape.depth)));
     n += frames * frame;
     n += varint_len(bits(shape.buckets));
     n += shape.buckets * (stack_id + word + 4 * U64);
@@ -237,8 +275,8 @@ impl Frames<'_> {
         self.len() == 0
     }
 
-    /// Frame values widened to `u64`, innermost first.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
+    /// Frame values widened to `u64`, innermost first (from the back: outermost first).
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = u64> + DoubleEndedIterator + '_ {
         // One iterator type for all widths; the match is outside the loop.
         let (a, b, c): (&[u32], &[usize], &[u64]) = match *self {
             Frames::U32(f) => (f, &[], &[]),
@@ -276,6 +314,20 @@ impl Iterator for FramesIter<'_> {
     fn size_hint(&self) -> (usize, Option<usize>) {
         let n = self.a.len() + self.b.len() + self.c.len();
         (n, Some(n))
+    }
+}
+
+impl DoubleEndedIterator for FramesIter<'_> {
+    #[inline]
+    fn next_back(&mut self) -> Option<u64> {
+        // At most one of the three is not empty, so any order is the stack's.
+        if let Some(&x) = self.c.next_back() {
+            return Some(x);
+        }
+        if let Some(&x) = self.a.next_back() {
+            return Some(u64::from(x));
+        }
+        self.b.next_back().map(|&x| x as u64)
     }
 }
 
@@ -338,15 +390,15 @@ pub trait SnapshotSource {
     /// Buckets; every `stack_id` must name a stack from [`stacks`](Self::stacks).
     fn buckets(&self) -> impl ExactSizeIterator<Item = Bucket>;
     /// The object table, when the integrator asked for it (it costs bytes on the
-    /// wire): `Some` makes the encoder write a version-2 snapshot with the table,
-    /// `None` (the default) a version-1 snapshot, byte for byte as before. Every
-    /// object's (`stack_id`, `size`) must name a bucket from [`buckets`](Self::buckets).
+    /// wire): `Some` makes the encoder write it after the buckets (flag bit 1),
+    /// `None` (the default) leaves it out. Every object's (`stack_id`, `size`) must
+    /// name a bucket from [`buckets`](Self::buckets).
     fn objects(&self) -> Option<impl ExactSizeIterator<Item = LiveObject>> {
         None::<core::iter::Empty<LiveObject>>
     }
     /// The device's clock at this snapshot, when the integrator supplies one: `Some`
-    /// makes the encoder write a version-3 snapshot carrying it (§2.6), `None` (the
-    /// default) the version-1 or version-2 bytes as before.
+    /// makes the encoder write it after the flags (flag bit 0, §2.6), `None` (the
+    /// default) leaves it out.
     fn timestamp(&self) -> Option<Timestamp> {
         None
     }

@@ -167,7 +167,7 @@ fn decode_prefix_detail(bytes: &[u8], detail: Detail) -> Result<(Snapshot, usize
     };
     let sample_rate = r.varint()?;
     let cycle = r.varint()?;
-    // Version 3: flags saying which optional parts follow (§2.6).
+    // Versions 3 and 4: flags saying which optional parts follow (§2.6).
     let flags = if version >= super::VERSION_FLAGS {
         let at = r.pos;
         let flags = r.varint()?;
@@ -200,7 +200,7 @@ fn decode_prefix_detail(bytes: &[u8], detail: Detail) -> Result<(Snapshot, usize
     };
     let counters = r.counters()?;
     let mappings = r.mappings()?;
-    let (stacks, ids) = r.stacks(word_size, word_max)?;
+    let (stacks, ids) = r.stacks(word_size, word_max, version >= super::VERSION_SHARED)?;
     let buckets = r.buckets(&ids)?;
     // Version 2 (version 3 when its flags say so): the object table (§2.5), each
     // object naming one of the buckets.
@@ -335,21 +335,60 @@ impl Reader<'_> {
         Ok(mappings)
     }
 
-    /// The stacks, and their ids (sorted, each once).
-    fn stacks(&mut self, word_size: u8, word_max: u64) -> Result<(Vec<Stack>, Vec<u32>)> {
+    /// The stacks, and their ids (sorted, each once). `shared`: version 4, where a
+    /// stack may end in frames of an earlier one (§2.3).
+    fn stacks(
+        &mut self,
+        word_size: u8,
+        word_max: u64,
+        shared: bool,
+    ) -> Result<(Vec<Stack>, Vec<u32>)> {
         let start = self.pos;
         let n = self.count(MIN_STACK)?;
-        let mut stacks = Vec::with_capacity(if self.keep { n } else { 0 });
+        let mut stacks: Vec<Stack> = Vec::with_capacity(if self.keep { n } else { 0 });
         // Sorted after, an id read twice is next to itself (a sort, not a hash set: no
         // hashing per id, and no input makes it slow).
         let mut ids: Vec<u32> = Vec::with_capacity(n);
-        for _ in 0..n {
-            let id = self.varint_u32()?;
+        // Version 4: every stack's frame count, for the stacks that share its frames
+        // (kept apart only when the stacks are not kept), and the frames all stacks
+        // expand to, against the cap.
+        let mut lens: Vec<usize> = Vec::with_capacity(if shared && !self.keep { n } else { 0 });
+        let mut expanded = 0usize;
+        for j in 0..n {
+            let at_stack = self.pos;
+            let (id, own, link) = self.stack_head(shared)?;
             ids.push(id);
-            let nframes = self.count(1)?;
-            let mut frames = Vec::with_capacity(if self.keep { nframes } else { 0 });
+            // The base's frames this stack ends with, once checked: (base, count).
+            let tail = link.and_then(|(at, back, count)| {
+                let base = usize::try_from(back)
+                    .ok()
+                    .filter(|&b| (1..=j).contains(&b))
+                    .map(|b| j - b);
+                let Some(base) = base else {
+                    self.defer(
+                        at,
+                        format!("stack shares frames of the stack {back} before it, but {j} come before it"),
+                    );
+                    return None;
+                };
+                let len = if self.keep {
+                    stacks[base].frames.len()
+                } else {
+                    lens[base]
+                };
+                if count == 0 || count > len as u64 {
+                    self.defer(
+                        at,
+                        format!("stack shares {count} frames of a stack of {len} (must be 1 to {len})"),
+                    );
+                    return None;
+                }
+                Some((base, count as usize))
+            });
+            let total = own + tail.map_or(0, |(_, c)| c);
+            let mut frames = Vec::with_capacity(if self.keep { own } else { 0 });
             let mut prev = 0u64;
-            for i in 0..nframes {
+            for i in 0..own {
                 let at = self.pos;
                 let f = self.address(i, prev)?;
                 if f > word_max {
@@ -363,14 +402,37 @@ impl Reader<'_> {
                 }
                 prev = f;
             }
+            if shared {
+                // The cap of §2.3, before the shared frames are allocated: what bounds
+                // a decoder's memory by its input.
+                expanded = expanded.saturating_add(total);
+                let cap = super::shared_frames_cap(self.pos);
+                if expanded > cap {
+                    return Err(DecodeError::Malformed {
+                        offset: at_stack,
+                        what: format!(
+                            "the stacks expand to {expanded} frames by byte {}, more than the \
+                             {cap} a snapshot may (§2.3: shared frames are capped by its size)",
+                            self.pos
+                        ),
+                    });
+                }
+                if !self.keep {
+                    lens.push(total);
+                }
+            }
             if self.keep {
+                if let Some((base, count)) = tail {
+                    let outer = &stacks[base].frames;
+                    frames.extend_from_slice(&outer[outer.len() - count..]);
+                }
                 stacks.push(Stack { id, frames });
             }
         }
         ids.sort_unstable();
         if ids.windows(2).any(|w| w[0] == w[1]) {
             // Rare (the CRC matched): which id is read twice first, and where.
-            if let Some((id, at)) = self.first_repeated_stack(start) {
+            if let Some((id, at)) = self.first_repeated_stack(start, shared) {
                 self.defer(at, format!("stack id {id} appears twice"));
             }
         }
@@ -378,9 +440,37 @@ impl Reader<'_> {
         Ok((stacks, ids))
     }
 
+    /// A stack's id, its own frames' count (checked against the bytes left) and, in
+    /// version 4 (`shared`) when it shares frames, where that part starts, how many
+    /// stacks back its base is and how many of the base's frames it ends with.
+    #[allow(clippy::type_complexity)]
+    fn stack_head(&mut self, shared: bool) -> Result<(u32, usize, Option<(usize, u64, u64)>)> {
+        let id = self.varint_u32()?;
+        if !shared {
+            return Ok((id, self.count(1)?, None));
+        }
+        let at = self.pos;
+        let head = self.varint()?;
+        let own = head >> 1;
+        if u128::from(own) > self.remaining() as u128 {
+            let needed = usize::try_from(u128::from(own) - self.remaining() as u128);
+            return Err(DecodeError::UnexpectedEof {
+                offset: at,
+                needed: needed.unwrap_or(usize::MAX),
+            });
+        }
+        let link = if head & 1 != 0 {
+            let at = self.pos;
+            Some((at, self.varint()?, self.varint()?))
+        } else {
+            None
+        };
+        Ok((id, own as usize, link))
+    }
+
     /// The first stack id of the section at `start` (read already) that repeats an
     /// earlier one, and its offset.
-    fn first_repeated_stack(&self, start: usize) -> Option<(u32, usize)> {
+    fn first_repeated_stack(&self, start: usize, shared: bool) -> Option<(u32, usize)> {
         let mut r = Reader {
             buf: self.buf,
             pos: start,
@@ -391,12 +481,12 @@ impl Reader<'_> {
         let mut seen = HashSet::with_capacity(n);
         for _ in 0..n {
             let at = r.pos;
-            let id = r.varint_u32().ok()?;
+            let (id, own, _) = r.stack_head(shared).ok()?;
             if !seen.insert(id) {
                 return Some((id, at));
             }
             let mut prev = 0;
-            for i in 0..r.count(1).ok()? {
+            for i in 0..own {
                 prev = r.address(i, prev).ok()?;
             }
         }
@@ -1065,7 +1155,7 @@ mod detail_tests {
 
     fn good() -> Snapshot {
         let mut s = Snapshot {
-            version: crate::snapshot::VERSION_OBJECTS,
+            version: crate::snapshot::VERSION_SHARED,
             word_size: 4,
             sample_rate: 1,
             cycle: 3,

@@ -6,8 +6,8 @@ use postcard::ser_flavors::{Flavor, Slice};
 
 use super::crc::CrcFlavor;
 use super::{
-    CobsFlavor, SnapshotSource, FLAG_OBJECTS, FLAG_TIMESTAMP, MAGIC, VERSION, VERSION_FLAGS,
-    VERSION_OBJECTS,
+    shared_frames_cap, CobsFlavor, Frames, SnapshotSource, StackRef, FLAG_OBJECTS, FLAG_TIMESTAMP,
+    MAGIC, SHARE_WINDOW, VERSION_SHARED,
 };
 
 /// Why a snapshot could not be written.
@@ -28,7 +28,7 @@ pub enum EncodeError {
     /// announced; the count is already on the wire, so the snapshot is abandoned
     /// (no CRC is written, a reader rejects the partial bytes).
     LengthMismatch {
-        /// `"mappings"`, `"stacks"`, `"frames"`, `"buckets"` or `"objects"`.
+        /// `"mappings"`, `"stacks"`, `"buckets"` or `"objects"`.
         section: &'static str,
         announced: usize,
         /// Items yielded (capped at `announced + 1`).
@@ -175,6 +175,7 @@ where
 {
     let mut w = Out {
         output: CrcFlavor::new(sink),
+        written: 0,
     };
     sections(src, &mut w)?;
     // Appends the CRC (4 bytes, little-endian) and finalizes the sink.
@@ -187,24 +188,23 @@ where
     S: SnapshotSource + ?Sized,
     F: Flavor,
 {
-    out.output.try_extend(&MAGIC)?;
-    // Version 1 unless the source offers its object table (then version 2, §2.5) or
-    // a timestamp (then version 3, with flags saying which, §2.6).
+    out.raw(&MAGIC)?;
+    // Version 4: flags say whether a timestamp (§2.6) and the object table (§2.5)
+    // follow; stacks share frames (§2.3).
     let objects = src.objects().is_some();
     let timestamp = src.timestamp();
-    let version = match (timestamp.is_some(), objects) {
-        (true, _) => VERSION_FLAGS,
-        (false, true) => VERSION_OBJECTS,
-        (false, false) => VERSION,
-    };
-    out.output.try_extend(&version.to_le_bytes())?;
+    out.raw(&VERSION_SHARED.to_le_bytes())?;
     let h = src.header();
-    out.output.try_push(h.word_size)?;
+    out.raw(&[h.word_size])?;
     out.serialize_u64(h.sample_rate)?;
     out.serialize_u64(h.cycle)?;
+    let flags = if timestamp.is_some() {
+        FLAG_TIMESTAMP
+    } else {
+        0
+    } | if objects { FLAG_OBJECTS } else { 0 };
+    out.serialize_u64(flags)?;
     if let Some(t) = timestamp {
-        let flags = FLAG_TIMESTAMP | if objects { FLAG_OBJECTS } else { 0 };
-        out.serialize_u64(flags)?;
         out.serialize_u64(t.ticks)?;
         out.serialize_u64(t.ticks_per_second)?;
     }
@@ -224,10 +224,31 @@ where
         Ok(())
     })?;
 
-    section(out, "stacks", src.stacks(), |out, _, s| {
+    // The last stacks written, by position modulo the window: the bases a stack may
+    // share its outer frames with.
+    let mut recent: [Option<StackRef<'_>>; SHARE_WINDOW] = [None; SHARE_WINDOW];
+    // Frames of the stacks written, own and shared: a stack shares only while they stay
+    // within the decoder's cap for the bytes written before it (the stack's own bytes
+    // only add room), so whatever this writes, a decoder accepts.
+    let mut expanded = 0usize;
+    section(out, "stacks", src.stacks(), |out, j, s| {
         out.serialize_u32(s.id)?;
+        let room = shared_frames_cap(out.written).saturating_sub(expanded);
+        let (back, shared) = match best_base(&recent, j, s.frames) {
+            (_, 0) => (0, 0),
+            _ if s.frames.len() > room => (0, 0),
+            found => found,
+        };
+        expanded = expanded.saturating_add(s.frames.len());
+        let own = s.frames.len() - shared;
+        // Own frames and, in the low bit, whether a base follows.
+        out.serialize_u64(((own as u64) << 1) | u64::from(shared > 0))?;
+        if shared > 0 {
+            out.serialize_u64(back as u64)?;
+            out.serialize_u64(shared as u64)?;
+        }
         let mut prev = 0u64;
-        section(out, "frames", s.frames.iter(), |out, i, f| {
+        for (i, f) in s.frames.iter().take(own).enumerate() {
             if i == 0 {
                 out.serialize_u64(f)?;
             } else {
@@ -236,8 +257,11 @@ where
                 out.serialize_i64(f.wrapping_sub(prev) as i64)?;
             }
             prev = f;
-            Ok(())
-        })
+        }
+        if let Some(slot) = recent.get_mut(j % SHARE_WINDOW) {
+            *slot = Some(s);
+        }
+        Ok(())
     })?;
 
     section(out, "buckets", src.buckets(), |out, _, b| {
@@ -268,6 +292,28 @@ where
     Ok(())
 }
 
+/// The stack among the last [`SHARE_WINDOW`] written (`recent`, before stack `j`) whose
+/// outer frames end `frames` the longest way: how many stacks back it is, and how many
+/// frames it gives (0: none does). Ties go to the nearest.
+fn best_base(recent: &[Option<StackRef<'_>>], j: usize, frames: Frames<'_>) -> (usize, usize) {
+    let mut best = (0, 0);
+    for back in 1..=j.min(SHARE_WINDOW) {
+        let Some(Some(base)) = recent.get((j - back) % SHARE_WINDOW) else {
+            continue;
+        };
+        let shared = frames
+            .iter()
+            .rev()
+            .zip(base.frames.iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+        if shared > best.1 {
+            best = (back, shared);
+        }
+    }
+    best
+}
+
 /// What every section writes into: the sink behind the CRC, and postcard's varints
 /// (LEB128; zigzag for signed values), the only postcard encodings the format uses.
 ///
@@ -277,9 +323,18 @@ where
 /// is a call per field. The bytes are the same (pinned by `tests/snapshot_golden.rs`).
 struct Out<F> {
     output: CrcFlavor<F>,
+    /// Bytes written so far: what the frames stacks share are bounded by (§2.3).
+    written: usize,
 }
 
 impl<F: Flavor> Out<F> {
+    /// Bytes as they are.
+    fn raw(&mut self, bytes: &[u8]) -> Result<(), Failed> {
+        self.output.try_extend(bytes)?;
+        self.written += bytes.len();
+        Ok(())
+    }
+
     /// An unsigned varint: 7 bits a byte, low first, the top bit set on all but the last.
     #[inline(never)]
     fn serialize_u64(&mut self, mut v: u64) -> Result<(), Failed> {
@@ -295,8 +350,7 @@ impl<F: Flavor> Out<F> {
             v >>= 7;
         }
         // A u64 takes at most 10 bytes: `n` is never past the end.
-        self.output.try_extend(buf.get(..n).unwrap_or(&buf))?;
-        Ok(())
+        self.raw(buf.get(..n).unwrap_or(&buf))
     }
 
     fn serialize_u32(&mut self, v: u32) -> Result<(), Failed> {
@@ -311,8 +365,7 @@ impl<F: Flavor> Out<F> {
     /// Length-prefixed bytes.
     fn serialize_bytes(&mut self, bytes: &[u8]) -> Result<(), Failed> {
         self.serialize_u64(bytes.len() as u64)?;
-        self.output.try_extend(bytes)?;
-        Ok(())
+        self.raw(bytes)
     }
 }
 

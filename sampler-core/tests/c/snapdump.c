@@ -2,7 +2,8 @@
  * functions are the spec's), so the spec is checked to be implementable: the test
  * `snapshot_spec_c.rs` compiles this and compares its dump with the Rust decoder's.
  *
- * Reads version 1 and version 2 (the object table, §2.5).
+ * Reads versions 1 to 4: the object table (§2.5), the timestamp and flags (§2.6), and
+ * version 4's stacks that name the frames they share with an earlier stack (§2.3).
  *
  * usage: snapdump FILE   -> prints a canonical text dump, exit 0; or "error: ..." exit 1
  */
@@ -70,15 +71,15 @@ int main(int argc, char **argv) {
     if (memcmp(take(4), "HSNP", 4) != 0) fail("bad magic");
     const uint8_t *v = take(2);
     unsigned version = v[0] | (unsigned)v[1] << 8;
-    /* Version 2: the object table (§2.5); version 3: flags after the cycle, for a
-     * timestamp and/or the object table (§2.6). */
-    if (version != 1 && version != 2 && version != 3) fail("unsupported version");
+    /* Version 2: the object table (§2.5); versions 3 and 4: flags after the cycle, for
+     * a timestamp and/or the object table (§2.6); version 4: shared frames (§2.3). */
+    if (version < 1 || version > 4) fail("unsupported version");
     unsigned word_size = *take(1);
     printf("version %u\nword_size %u\n", version, word_size);
     printf("sample_rate %" PRIu64 "\n", varint());
     printf("cycle %" PRIu64 "\n", varint());
     int has_objects = version == 2;
-    if (version == 3) {
+    if (version >= 3) {
         uint64_t flags = varint();
         if (flags & ~(uint64_t)3) fail("unsupported flags");
         has_objects = (flags & 2) != 0;
@@ -110,13 +111,39 @@ int main(int argc, char **argv) {
     }
 
     uint64_t nstacks = varint();
+    /* A stack takes at least 2 bytes: the count is bounded by the input. */
+    if (nstacks > (len - pos) / 2) fail("truncated");
+    /* Version 4: every stack's frames, for the stacks that share them (§2.3). */
+    uint64_t **frames = calloc(nstacks ? nstacks : 1, sizeof *frames);
+    uint64_t *nframes = calloc(nstacks ? nstacks : 1, sizeof *nframes);
+    uint64_t expanded = 0;
+    if (!frames || !nframes) fail("out of memory");
     for (uint64_t i = 0; i < nstacks; i++) {
-        uint64_t id = varint(), nframes = varint(), frame = 0;
-        printf("stack %" PRIu64 ":", id);
-        for (uint64_t k = 0; k < nframes; k++) {
-            frame = k == 0 ? varint() : frame + (uint64_t)unzigzag(varint());
-            printf(" %" PRIx64, frame);
+        uint64_t id = varint(), head = varint(), own = head, base = 0, shared = 0, frame = 0;
+        if (version >= 4) {
+            own = head >> 1;
+            if (head & 1) {
+                base = varint();
+                shared = varint();
+                if (base < 1 || base > i) fail("stack shares frames of a stack not before it");
+                if (shared < 1 || shared > nframes[i - base]) fail("stack shares too many frames");
+            }
         }
+        if (own > len - pos) fail("truncated");
+        frames[i] = malloc((own + shared ? own + shared : 1) * sizeof **frames);
+        if (!frames[i]) fail("out of memory");
+        for (uint64_t k = 0; k < own; k++) {
+            frame = k == 0 ? varint() : frame + (uint64_t)unzigzag(varint());
+            frames[i][k] = frame;
+        }
+        /* The cap of §2.3: 65536 frames, and 8 more per byte read. */
+        expanded += own + shared;
+        if (version >= 4 && expanded > 65536 + 8 * (uint64_t)pos) fail("stacks expand past the cap");
+        const uint64_t *outer = shared ? frames[i - base] + nframes[i - base] - shared : NULL;
+        for (uint64_t k = 0; k < shared; k++) frames[i][own + k] = outer[k];
+        nframes[i] = own + shared;
+        printf("stack %" PRIu64 ":", id);
+        for (uint64_t k = 0; k < nframes[i]; k++) printf(" %" PRIx64, frames[i][k]);
         printf("\n");
     }
 

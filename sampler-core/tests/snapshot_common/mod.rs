@@ -4,28 +4,27 @@
 use sampler_core::decoded::{Bucket, Mapping, Snapshot, Stack};
 use sampler_core::{Counters, Cycle};
 
-/// The small snapshot whose bytes `tests/golden/small.bin` pins and whose hex dump
-/// `docs/snapshot-format.md` walks through: 32-bit firmware, one mapping, two stacks
-/// (the second shares a caller with the first), three buckets, exact heap totals, written
-/// by Arm code (`elf_machine` 40).
-/// [`small`] as an encoder before the heap totals wrote it (`tests/golden/small-7.bin`):
-/// the 7 version-1 counters only, so no heap totals (`Counters::heap` is `None`).
+/// [`small`] as an encoder before the heap totals wrote it (`tests/golden/small-7.bin`,
+/// version 1): the 7 version-1 counters only, so no heap totals (`Counters::heap` is
+/// `None`).
 pub fn small_seven_counters() -> Snapshot {
     let mut s = small_twelve_counters();
     s.counters.set_heap(None);
     s
 }
 
-/// [`small`] as an encoder before `elf_machine` wrote it (`tests/golden/small-12.bin`):
-/// 12 counters, so the architecture is unknown (0).
+/// [`small`] as an encoder before `elf_machine` wrote it (`tests/golden/small-12.bin`,
+/// version 1): 12 counters, so the architecture is unknown (0).
 pub fn small_twelve_counters() -> Snapshot {
     let mut s = small();
+    s.version = 1;
     s.counters.elf_machine = 0;
     s
 }
 
-/// [`small`] with its object table (`tests/golden/small-objects.bin`, version 2): four
-/// live objects, in the live map's (hash) order, so the address deltas go both ways.
+/// [`small`] with its object table: four live objects, in the live map's (hash) order,
+/// so the address deltas go both ways (`tests/golden/small-objects.bin` as version 2
+/// wrote it, with `version` 2).
 pub fn small_with_objects() -> Snapshot {
     use sampler_core::decoded::LiveObject;
     let o = |addr, stack_id, size| LiveObject {
@@ -34,7 +33,6 @@ pub fn small_with_objects() -> Snapshot {
         size,
     };
     let mut s = small();
-    s.version = 2;
     s.objects = Some(vec![
         o(0x2000_0100, 0, 16),
         o(0x2000_0040, 0, 16),
@@ -44,12 +42,11 @@ pub fn small_with_objects() -> Snapshot {
     s
 }
 
-/// The worked example stamped with a device clock (version 3, §2.6): 1.5 s on a
-/// 12.5 MHz clock.
+/// The worked example stamped with a device clock (§2.6): 1.5 s on a 12.5 MHz clock
+/// (`tests/golden/small-timestamp.bin` as version 3 wrote it, with `version` 3).
 #[allow(dead_code)]
 pub fn small_with_timestamp() -> Snapshot {
     let mut s = small();
-    s.version = 3;
     s.timestamp = Some(sampler_core::snapshot::Timestamp {
         ticks: 18_750_000,
         ticks_per_second: 12_500_000,
@@ -57,12 +54,17 @@ pub fn small_with_timestamp() -> Snapshot {
     s
 }
 
+/// The small snapshot whose bytes `tests/golden/small-v4.bin` pins and whose hex dump
+/// `docs/snapshot-format.md` walks through: 32-bit firmware, one mapping, two stacks
+/// (the second shares a caller with the first, so version 4 names it), three buckets,
+/// exact heap totals, written by Arm code (`elf_machine` 40). `tests/golden/small.bin`
+/// is the same snapshot as version 1 wrote it (with `version` 1).
 pub fn small() -> Snapshot {
     Snapshot {
         objects: None,
         timestamp: None,
         count_type: None,
-        version: 1,
+        version: sampler_core::snapshot::VERSION_SHARED,
         word_size: 4,
         sample_rate: 512 * 1024,
         cycle: 3,

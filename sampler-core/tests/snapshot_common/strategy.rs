@@ -73,7 +73,15 @@ pub fn snapshot() -> impl Strategy<Value = Snapshot> {
             counters(),
             vec(mapping(), 0..3),
             btree_set(any::<u32>(), 0..12),
-            vec(frames(word_max), 12),
+            // Each stack may end in the outer frames of an earlier one, as stacks do
+            // (version 4 writes those as a reference to the earlier stack).
+            vec(
+                (
+                    frames(word_max),
+                    proptest::option::of(any::<(prop::sample::Index, prop::sample::Index)>()),
+                ),
+                12,
+            ),
             vec(
                 (
                     any::<prop::sample::Index>(),
@@ -87,11 +95,15 @@ pub fn snapshot() -> impl Strategy<Value = Snapshot> {
             .prop_map(
                 move |(sample_rate, cycle, counters, mappings, ids, frames, buckets, clock)| {
                     let ids: Vec<u32> = ids.into_iter().collect();
-                    let stacks: Vec<Stack> = ids
-                        .iter()
-                        .zip(frames)
-                        .map(|(&id, frames)| Stack { id, frames })
-                        .collect();
+                    let mut stacks: Vec<Stack> = Vec::new();
+                    for (&id, (mut frames, outer)) in ids.iter().zip(frames) {
+                        if let (Some((base, keep)), false) = (outer, stacks.is_empty()) {
+                            let base = &stacks[base.index(stacks.len())].frames;
+                            let keep = keep.index(base.len() + 1);
+                            frames.extend_from_slice(&base[base.len() - keep..]);
+                        }
+                        stacks.push(Stack { id, frames });
+                    }
                     let buckets = if ids.is_empty() {
                         vec![]
                     } else {
@@ -118,8 +130,8 @@ pub fn snapshot() -> impl Strategy<Value = Snapshot> {
                         );
                     Snapshot {
                         objects: None,
-                        // Version 3 is what a snapshot with a timestamp is written as.
-                        version: if timestamp.is_some() { 3 } else { 1 },
+                        // What the encoder writes.
+                        version: sampler_core::snapshot::VERSION_SHARED,
                         timestamp,
                         count_type: None,
                         word_size,

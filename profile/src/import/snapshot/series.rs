@@ -678,7 +678,7 @@ mod tests {
 
     fn snap(cycle: u64, in_use: u64) -> Snapshot {
         let mut s = Snapshot {
-            version: snapshot::VERSION,
+            version: snapshot::VERSION_SHARED,
             word_size: 4,
             sample_rate: 1,
             cycle,
@@ -802,7 +802,6 @@ mod tests {
     fn files_with_timestamps_of_one_clock_are_ordered_by_it() {
         let stamped = |cycle, ticks, hz| {
             let mut s = snap(cycle, 16);
-            s.version = snapshot::VERSION_FLAGS;
             s.timestamp = Some(Timestamp {
                 ticks,
                 ticks_per_second: hz,
@@ -983,7 +982,6 @@ mod tests {
                 stack_id: 1,
                 size: 16,
             }]);
-            s.version = snapshot::VERSION_OBJECTS;
             cap.extend(framed(&s));
         }
         end_badly(&mut cap);
