@@ -6,7 +6,7 @@ use postcard::ser_flavors::{Flavor, Slice};
 
 use super::crc::CrcFlavor;
 use super::{
-    shared_frames_cap, CobsFlavor, Frames, SnapshotSource, StackRef, FLAG_OBJECTS, FLAG_TIMESTAMP,
+    shared_frames_cap, CobsFlavor, Frames, SnapshotSource, FLAG_OBJECTS, FLAG_TIMESTAMP,
     MAGIC, SHARE_WINDOW, VERSION_SHARED,
 };
 
@@ -226,7 +226,7 @@ where
 
     // The last stacks written, by position modulo the window: the bases a stack may
     // share its outer frames with.
-    let mut recent: [Option<StackRef<'_>>; SHARE_WINDOW] = [None; SHARE_WINDOW];
+    let mut recent: [Option<Frames<'_>>; SHARE_WINDOW] = [None; SHARE_WINDOW];
     // Frames of the stacks written, own and shared: a stack shares only while they stay
     // within the decoder's cap for the bytes written before it (the stack's own bytes
     // only add room), so whatever this writes, a decoder accepts.
@@ -248,7 +248,8 @@ where
             out.serialize_u64(shared as u64)?;
         }
         let mut prev = 0u64;
-        for (i, f) in s.frames.iter().take(own).enumerate() {
+        for i in 0..own {
+            let f = s.frames.get(i);
             if i == 0 {
                 out.serialize_u64(f)?;
             } else {
@@ -259,7 +260,7 @@ where
             prev = f;
         }
         if let Some(slot) = recent.get_mut(j % SHARE_WINDOW) {
-            *slot = Some(s);
+            *slot = Some(s.frames);
         }
         Ok(())
     })?;
@@ -295,18 +296,19 @@ where
 /// The stack among the last [`SHARE_WINDOW`] written (`recent`, before stack `j`) whose
 /// outer frames end `frames` the longest way: how many stacks back it is, and how many
 /// frames it gives (0: none does). Ties go to the nearest.
-fn best_base(recent: &[Option<StackRef<'_>>], j: usize, frames: Frames<'_>) -> (usize, usize) {
+fn best_base(recent: &[Option<Frames<'_>>], j: usize, frames: Frames<'_>) -> (usize, usize) {
     let mut best = (0, 0);
     for back in 1..=j.min(SHARE_WINDOW) {
         let Some(Some(base)) = recent.get((j - back) % SHARE_WINDOW) else {
             continue;
         };
-        let shared = frames
-            .iter()
-            .rev()
-            .zip(base.frames.iter().rev())
-            .take_while(|(a, b)| a == b)
-            .count();
+        // Compared by index from the end, not with iterators: the least device code.
+        let (n, m) = (frames.len(), base.len());
+        let mut shared = 0;
+        while shared < n && shared < m && frames.get(n - 1 - shared) == base.get(m - 1 - shared)
+        {
+            shared += 1;
+        }
         if shared > best.1 {
             best = (back, shared);
         }
