@@ -354,11 +354,11 @@ fn diff_of_capture_frames_is_the_diff_of_the_files_at_their_cycles() {
     ));
     assert!(files.contains(LEAK), "{files}");
     // The same report; only the snapshots' header comments differ: the frames are
-    // version 3, stamped with the device's clock.
+    // stamped with the device's clock.
     let report = |t: &str| t[t.find("Type: ").unwrap()..].to_owned();
     assert_eq!(report(&frames), report(&files));
     assert!(
-        frames.starts_with("heapsnap snapshot v3: ") && frames.contains(" Hz ("),
+        frames.starts_with("heapsnap snapshot v4: ") && frames.contains(" Hz ("),
         "{frames}"
     );
     // A frame of the capture mixed with a plain file.

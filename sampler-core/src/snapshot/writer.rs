@@ -6,8 +6,8 @@ use postcard::ser_flavors::{Flavor, Slice};
 
 use super::crc::CrcFlavor;
 use super::{
-    shared_frames_cap, CobsFlavor, Frames, SnapshotSource, FLAG_OBJECTS, FLAG_TIMESTAMP,
-    MAGIC, SHARE_WINDOW, VERSION_SHARED,
+    shared_frames_cap, CobsFlavor, Frames, SnapshotSource, FLAG_OBJECTS, FLAG_TIMESTAMP, MAGIC,
+    SHARE_WINDOW, VERSION_SHARED,
 };
 
 /// Why a snapshot could not be written.
@@ -305,8 +305,7 @@ fn best_base(recent: &[Option<Frames<'_>>], j: usize, frames: Frames<'_>) -> (us
         // Compared by index from the end, not with iterators: the least device code.
         let (n, m) = (frames.len(), base.len());
         let mut shared = 0;
-        while shared < n && shared < m && frames.get(n - 1 - shared) == base.get(m - 1 - shared)
-        {
+        while shared < n && shared < m && frames.get(n - 1 - shared) == base.get(m - 1 - shared) {
             shared += 1;
         }
         if shared > best.1 {
