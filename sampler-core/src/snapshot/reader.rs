@@ -386,7 +386,9 @@ impl Reader<'_> {
                 Some((base, count as usize))
             });
             let total = own + tail.map_or(0, |(_, c)| c);
-            let mut frames = Vec::with_capacity(if self.keep { own } else { 0 });
+            // Room for the shared frames too: they are the base's, already in memory,
+            // so this at most doubles what the cap allows.
+            let mut frames = Vec::with_capacity(if self.keep { total } else { 0 });
             let mut prev = 0u64;
             for i in 0..own {
                 let at = self.pos;

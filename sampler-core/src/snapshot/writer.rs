@@ -248,8 +248,7 @@ where
             out.serialize_u64(shared as u64)?;
         }
         let mut prev = 0u64;
-        for i in 0..own {
-            let f = s.frames.get(i);
+        for (i, f) in s.frames.iter().take(own).enumerate() {
             if i == 0 {
                 out.serialize_u64(f)?;
             } else {
@@ -302,17 +301,27 @@ fn best_base(recent: &[Option<Frames<'_>>], j: usize, frames: Frames<'_>) -> (us
         let Some(Some(base)) = recent.get((j - back) % SHARE_WINDOW) else {
             continue;
         };
-        // Compared by index from the end, not with iterators: the least device code.
-        let (n, m) = (frames.len(), base.len());
-        let mut shared = 0;
-        while shared < n && shared < m && frames.get(n - 1 - shared) == base.get(m - 1 - shared) {
-            shared += 1;
-        }
+        // One width per source: stacks of two widths share nothing.
+        let shared = match (frames, *base) {
+            (Frames::U32(a), Frames::U32(b)) => common_suffix(a, b),
+            (Frames::Usize(a), Frames::Usize(b)) => common_suffix(a, b),
+            (Frames::U64(a), Frames::U64(b)) => common_suffix(a, b),
+            _ => 0,
+        };
         if shared > best.1 {
             best = (back, shared);
         }
     }
     best
+}
+
+/// How many frames `a` and `b` end with in common.
+fn common_suffix<T: PartialEq>(a: &[T], b: &[T]) -> usize {
+    a.iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 /// What every section writes into: the sink behind the CRC, and postcard's varints
