@@ -14,8 +14,8 @@
 //!
 //! Every `STREAM_EVERY` messages it also streams a snapshot over UART0 as one COBS frame
 //! (the serial stream a device sends for hours; QEMU's `-serial file:` records it as
-//! `capture.cobs`), stamped with the SysTick clock (`serial::now`, a version-3
-//! snapshot): `heapsnap timeline` reads the heap over time from it.
+//! `capture.cobs`), stamped with the SysTick clock (`serial::now`, format
+//! §2.6): `heapsnap timeline` reads the heap over time from it.
 //!
 //! With the word `leaks` it is the leak-check run instead: every allocation sampled
 //! (rate 1), no periodic snapshots, and at the end a snapshot with the object table

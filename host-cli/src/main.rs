@@ -79,7 +79,7 @@ struct SymArgs {
 /// The inputs of a leak check: the snapshot with its object table, the ELF, the RAM.
 #[derive(clap::Args)]
 struct LeakArgs {
-    /// Snapshot with the object table (format version 2, `write_snapshot_with_objects`),
+    /// Snapshot with the object table (`write_snapshot_with_objects`),
     /// taken at the same moment as the RAM image.
     snapshot: String,
     /// The firmware's ELF: its .data and .bss are the roots (and its DWARF or symbols

@@ -25,10 +25,10 @@ pub struct Snapshot {
     pub stacks: Vec<Stack>,
     /// One bucket per (stack, object size).
     pub buckets: Vec<Bucket>,
-    /// The object table (version 2): every live sampled object, when the device was
-    /// asked to send it; `None` in a version-1 snapshot.
+    /// The object table (§2.5): every live sampled object, when the device was asked
+    /// to send it; `None` in a snapshot without it.
     pub objects: Option<Vec<LiveObject>>,
-    /// The device's clock at the snapshot (version 3), when the integrator supplied
+    /// The device's clock at the snapshot (§2.6), when the integrator supplied
     /// one; `None` otherwise.
     pub timestamp: Option<crate::snapshot::Timestamp>,
     /// The sample type of a snapshot that a host importer read from another tool's

@@ -25,17 +25,16 @@ pub struct ProfilerView<'a, const S: usize, const F: usize, const B: usize, cons
     counters: Counters,
     rate: usize,
     mappings: &'a [MappingRef<'a>],
-    /// Write the object table (a version-2 snapshot).
+    /// Write the object table (§2.5 of the spec).
     objects: bool,
-    /// The integrator's clock reading to write (a version-3 snapshot).
+    /// The integrator's clock reading to write (§2.6 of the spec).
     timestamp: Option<Timestamp>,
 }
 
 impl<const S: usize, const F: usize, const B: usize, const L: usize> ProfilerView<'_, S, F, B, L> {
     /// The same view with the object table: every live sampled object's address, size
     /// and stack, what `heapsnap leaks` needs next to a RAM image. Costs up to
-    /// `L` × (address + stack id + size) bytes on the wire; the snapshot becomes
-    /// version 2.
+    /// `L` × (address + stack id + size) bytes on the wire (§2.5 of the spec).
     pub fn with_objects(self) -> Self {
         ProfilerView {
             objects: true,
@@ -43,8 +42,8 @@ impl<const S: usize, const F: usize, const B: usize, const L: usize> ProfilerVie
         }
     }
 
-    /// The same view stamped with the integrator's clock reading `at` (a version-3
-    /// snapshot, §2.6 of the spec): what a host orders a series by and shows in
+    /// The same view stamped with the integrator's clock reading `at` (§2.6 of the
+    /// spec): what a host orders a series by and shows in
     /// seconds. Read the clock just before, e.g. inside the closure of
     /// [`Profiler::with_view`](crate::Profiler::with_view).
     pub fn at(self, at: Timestamp) -> Self {
@@ -192,8 +191,8 @@ impl<
         )
     }
 
-    /// As [`write_snapshot`](Self::write_snapshot), with the object table (a
-    /// version-2 snapshot): what a leak check (`heapsnap leaks`) reads next to a RAM
+    /// As [`write_snapshot`](Self::write_snapshot), with the object table (§2.5 of
+    /// the spec): what a leak check (`heapsnap leaks`) reads next to a RAM
     /// image taken at the same moment. At sample rate 1 it lists every live object.
     pub fn write_snapshot_with_objects<Fl: Flavor>(
         &self,

@@ -143,9 +143,30 @@ fn decoder_memory_is_bounded_by_its_input() {
         bytes.len()
     );
     assert!(
-        peak <= PER_BYTE * bytes.len() + 8 * shared_frames_cap(bytes.len()) + 4096,
+        peak as u64 <= (PER_BYTE * bytes.len()) as u64 + 8 * shared_frames_cap(bytes.len()) + 4096,
         "shared stacks: {peak} bytes of heap for {} bytes of input",
         bytes.len()
+    );
+
+    // A capture of such snapshots keeps every frame's: the cap is per byte, so the
+    // capture's memory is bounded by its size the same way.
+    let framed = encode_framed_to_vec(&s).unwrap();
+    let capture: Vec<u8> = framed
+        .iter()
+        .copied()
+        .cycle()
+        .take(framed.len() * 4)
+        .collect();
+    let peak = peak_during(|| assert_eq!(decode_frames(&capture).frames.len(), 4));
+    eprintln!(
+        "capture of 4: {} bytes in, peak {peak} bytes of heap",
+        capture.len()
+    );
+    assert!(
+        peak as u64
+            <= (PER_BYTE * capture.len()) as u64 + 8 * shared_frames_cap(capture.len()) + 4096,
+        "capture: {peak} bytes of heap for {} bytes of input",
+        capture.len()
     );
 
     // The densest hostile input: 2-byte stacks that all claim id 0. Rejected (after the

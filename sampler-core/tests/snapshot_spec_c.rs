@@ -241,6 +241,15 @@ fn c_reader_from_the_spec_agrees_with_the_rust_decoder() {
     assert!(run(&exe, &far, "far.bin")
         .1
         .contains("error: stack shares frames of a stack not before it"));
+    // The same byte damaged, not resealed: a CRC error for both (§5: meaning is
+    // checked only once the CRC matched).
+    let mut torn = golden.clone();
+    torn[0x3f] = 2;
+    assert!(matches!(
+        decode(&torn),
+        Err(sampler_core::snapshot::DecodeError::BadCrc { .. })
+    ));
+    assert!(run(&exe, &torn, "torn.bin").1.contains("error: bad crc"));
     // An object naming no bucket (valid CRC): refused after the CRC, as in Rust.
     let mut s = snapshot_common::small_with_objects();
     s.objects.as_mut().unwrap()[1].size = 17;

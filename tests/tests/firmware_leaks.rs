@@ -490,7 +490,7 @@ fn bad_inputs_are_refused_with_what_and_where() {
     assert_eq!(code, Some(1));
     assert!(err.contains("overlap"), "{err}");
 
-    // A version-1 snapshot (the periodic ones) has no object table.
+    // A snapshot written without the object table (the periodic ones).
     let v1 = leaks.parent().unwrap().join("snap-000.bin");
     let (code, _, err) = leaks_with(&[format!("{}@{addr}", ram.display())], &v1, &elf);
     assert_eq!(code, Some(1));

@@ -1,5 +1,5 @@
 //! Who holds it: a leak check and reference paths from a RAM image, the object table
-//! of a snapshot (format version 2) and the program's static data.
+//! of a snapshot (its object table, format §2.5) and the program's static data.
 //!
 //! The model is valgrind memcheck's: memory is scanned conservatively (every aligned
 //! word that points into a known object is a reference), starting from *roots* (the
@@ -144,8 +144,8 @@ pub enum LeakError {
         len: u64,
         bits: u32,
     },
-    /// No object table: a version-1 snapshot.
-    #[error("the snapshot has no object table (format version {version}): a leak check needs the live objects' addresses; write the snapshot with `write_snapshot_with_objects` (format version 2) at the moment the RAM image is taken")]
+    /// No object table: a snapshot written without it.
+    #[error("the snapshot has no object table (format version {version}): a leak check needs the live objects' addresses; write the snapshot with `write_snapshot_with_objects` at the moment the RAM image is taken")]
     NoObjectTable { version: u16 },
     /// Two objects of the table overlap.
     #[error("live objects {a:#x} ({a_size} B) and {b:#x} ({b_size} B) overlap: the snapshot's object table is not a heap's (corrupt, or not from this allocator)")]

@@ -93,7 +93,7 @@ type Result<T> = std::result::Result<T, DecodeError>;
 /// version-1 set (`tests/counters_spec.rs` checks the name at that position).
 const HEAP_TOTALS: usize = COUNTERS_V1;
 const MIN_MAPPING: usize = 5; // start, end, offset, name len, build id len
-const MIN_STACK: usize = 2; // id, frame count
+const MIN_STACK: usize = 2; // id, frame count (version 4: head)
 const MIN_BUCKET: usize = 6; // stack id, size, four cycle fields
 const MIN_OBJECT: usize = 3; // address (delta), stack id, size
 
@@ -202,8 +202,8 @@ fn decode_prefix_detail(bytes: &[u8], detail: Detail) -> Result<(Snapshot, usize
     let mappings = r.mappings()?;
     let (stacks, ids) = r.stacks(word_size, word_max, version >= super::VERSION_SHARED)?;
     let buckets = r.buckets(&ids)?;
-    // Version 2 (version 3 when its flags say so): the object table (§2.5), each
-    // object naming one of the buckets.
+    // Version 2, or versions 3 and 4 when their flags say so: the object table (§2.5),
+    // each object naming one of the buckets.
     let objects = if flags & super::FLAG_OBJECTS != 0 {
         Some(r.objects(&buckets, word_size, word_max)?)
     } else {
@@ -353,7 +353,7 @@ impl Reader<'_> {
         // (kept apart only when the stacks are not kept), and the frames all stacks
         // expand to, against the cap.
         let mut lens: Vec<usize> = Vec::with_capacity(if shared && !self.keep { n } else { 0 });
-        let mut expanded = 0usize;
+        let mut expanded = 0u64;
         for j in 0..n {
             let at_stack = self.pos;
             let (id, own, link) = self.stack_head(shared)?;
@@ -405,9 +405,10 @@ impl Reader<'_> {
                 prev = f;
             }
             if shared {
-                // The cap of §2.3, before the shared frames are allocated: what bounds
-                // a decoder's memory by its input.
-                expanded = expanded.saturating_add(total);
+                // The cap of §2.3, before the shared frames are copied: what bounds a
+                // decoder's memory by its input. Checked at once, as counts are against
+                // the bytes left (§5.3): past it, nothing more is expanded.
+                expanded = expanded.saturating_add(total as u64);
                 let cap = super::shared_frames_cap(self.pos);
                 if expanded > cap {
                     return Err(DecodeError::Malformed {

@@ -6,8 +6,8 @@ use postcard::ser_flavors::{Flavor, Slice};
 
 use super::crc::CrcFlavor;
 use super::{
-    shared_frames_cap, CobsFlavor, Frames, SnapshotSource, FLAG_OBJECTS, FLAG_TIMESTAMP, MAGIC,
-    SHARE_WINDOW, VERSION_SHARED,
+    CobsFlavor, Frames, SnapshotSource, FLAG_OBJECTS, FLAG_TIMESTAMP, MAGIC,
+    SHARED_FRAMES_PER_BYTE, SHARE_WINDOW, VERSION_SHARED,
 };
 
 /// Why a snapshot could not be written.
@@ -230,16 +230,20 @@ where
     // Frames of the stacks written, own and shared: a stack shares only while they stay
     // within the decoder's cap for the bytes written before it (the stack's own bytes
     // only add room), so whatever this writes, a decoder accepts.
+    // In `usize`, the device's word (less code than `u64` on a 32-bit core): where it
+    // saturates, the cap it computes is only lower than the decoder's.
     let mut expanded = 0usize;
     section(out, "stacks", src.stacks(), |out, j, s| {
+        let len = s.frames.len();
+        let cap = out.written.saturating_mul(SHARED_FRAMES_PER_BYTE as usize);
+        let room = cap.saturating_sub(expanded);
         out.serialize_u32(s.id)?;
-        let room = shared_frames_cap(out.written).saturating_sub(expanded);
         let (back, shared) = match best_base(&recent, j, s.frames) {
             (_, 0) => (0, 0),
-            _ if s.frames.len() > room => (0, 0),
+            _ if len > room => (0, 0),
             found => found,
         };
-        expanded = expanded.saturating_add(s.frames.len());
+        expanded = expanded.saturating_add(len);
         let own = s.frames.len() - shared;
         // Own frames and, in the low bit, whether a base follows.
         out.serialize_u64(((own as u64) << 1) | u64::from(shared > 0))?;
