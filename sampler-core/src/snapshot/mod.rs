@@ -269,6 +269,18 @@ impl Frames<'_> {
         }
     }
 
+    /// Frame `i` widened to `u64` (0 past the end: callers stay below [`len`](Self::len)).
+    /// Out of line: the encoder compares two stacks through it, and inlined its loop
+    /// was copied for each pair of widths (device flash).
+    #[inline(never)]
+    pub fn get(&self, i: usize) -> u64 {
+        match self {
+            Frames::U32(f) => f.get(i).map_or(0, |&x| u64::from(x)),
+            Frames::Usize(f) => f.get(i).map_or(0, |&x| x as u64),
+            Frames::U64(f) => f.get(i).copied().unwrap_or(0),
+        }
+    }
+
     /// True for an empty stack.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
