@@ -216,38 +216,19 @@ fn twelve_counter_bytes_decode_with_the_architecture_unknown() {
 fn spec_worked_example_is_the_golden_bytes() {
     let spec_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/snapshot-format.md");
     let spec = std::fs::read_to_string(&spec_path).unwrap();
-    for (marker, want) in [
-        (
-            "<!-- golden: small-v4.bin -->",
-            std::fs::read(golden("small-v4.bin")).unwrap(),
-        ),
-        (
-            "<!-- golden: small-v4.cobs -->",
-            std::fs::read(golden("small-v4.cobs")).unwrap(),
-        ),
-        (
-            "<!-- golden: small-v4-full.bin -->",
-            std::fs::read(golden("small-v4-full.bin")).unwrap(),
-        ),
-        (
-            "<!-- golden: small.bin -->",
-            std::fs::read(golden("small.bin")).unwrap(),
-        ),
-        (
-            "<!-- golden: small.cobs -->",
-            std::fs::read(golden("small.cobs")).unwrap(),
-        ),
-        (
-            "<!-- golden: small-objects.bin -->",
-            std::fs::read(golden("small-objects.bin")).unwrap(),
-        ),
-        (
-            "<!-- golden: small-timestamp.bin -->",
-            std::fs::read(golden("small-timestamp.bin")).unwrap(),
-        ),
+    for name in [
+        "small-v4.bin",
+        "small-v4.cobs",
+        "small-v4-full.bin",
+        "small.bin",
+        "small.cobs",
+        "small-objects.bin",
+        "small-timestamp.bin",
     ] {
+        let marker = format!("<!-- golden: {name} -->");
+        let want = std::fs::read(golden(name)).unwrap();
         let at = spec
-            .find(marker)
+            .find(&marker)
             .unwrap_or_else(|| panic!("spec has no `{marker}` block"));
         let block = &spec[at + marker.len()..];
         let block = &block[block.find("```").unwrap() + 3..];

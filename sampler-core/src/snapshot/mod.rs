@@ -286,8 +286,8 @@ impl Frames<'_> {
         self.len() == 0
     }
 
-    /// Frame values widened to `u64`, innermost first (from the back: outermost first).
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = u64> + DoubleEndedIterator + '_ {
+    /// Frame values widened to `u64`, innermost first.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
         // One iterator type for all widths; the match is outside the loop.
         let (a, b, c): (&[u32], &[usize], &[u64]) = match *self {
             Frames::U32(f) => (f, &[], &[]),
@@ -325,20 +325,6 @@ impl Iterator for FramesIter<'_> {
     fn size_hint(&self) -> (usize, Option<usize>) {
         let n = self.a.len() + self.b.len() + self.c.len();
         (n, Some(n))
-    }
-}
-
-impl DoubleEndedIterator for FramesIter<'_> {
-    #[inline]
-    fn next_back(&mut self) -> Option<u64> {
-        // At most one of the three is not empty, so any order is the stack's.
-        if let Some(&x) = self.c.next_back() {
-            return Some(x);
-        }
-        if let Some(&x) = self.a.next_back() {
-            return Some(u64::from(x));
-        }
-        self.b.next_back().map(|&x| x as u64)
     }
 }
 
