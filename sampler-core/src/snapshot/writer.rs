@@ -301,7 +301,7 @@ where
 /// frames it gives (0: none does). Ties go to the nearest.
 ///
 /// Compared by index through [`Frames::get`], out of line: comparing the slices per
-/// width (a loop for each) encoded faster (115 against 132 µs for the encode bench's
+/// width (a loop for each) encoded faster (115 against 163 µs for the encode bench's
 /// 1,024-bucket snapshot) but took the C library over its 8 KiB of flash.
 fn best_base(recent: &[Option<Frames<'_>>], j: usize, frames: Frames<'_>) -> (usize, usize) {
     let mut best = (0, 0);
