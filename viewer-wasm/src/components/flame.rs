@@ -238,7 +238,9 @@ fn hit(c: &HtmlCanvasElement, tree: &FlameTree, zoom: usize, x: f64, y: f64) -> 
     while i < tree.nodes.len() {
         let n = &tree.nodes[i];
         let nx = edges.of(n);
-        let inside = (nx as f64) <= vx && vx < nx.wrapping_add(n.width) as f64;
+        // Frames the draw leaves out (under 0.4 px) are not hovered either.
+        let inside =
+            (nx as f64) <= vx && vx < nx.wrapping_add(n.width) as f64 && n.width as f64 * k >= 0.4;
         if !inside {
             i = n.end as usize;
             continue;
