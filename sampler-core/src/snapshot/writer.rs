@@ -301,8 +301,7 @@ where
 /// frames it gives (0: none does). Ties go to the nearest.
 ///
 /// Compared by index through [`Frames::get`], out of line: comparing the slices per
-/// width (a loop for each) encoded faster (115 against 163 µs for the encode bench's
-/// 1,024-bucket snapshot) but took the C library over its 8 KiB of flash.
+/// width (a loop for each) took the C library over its 8 KiB of flash.
 fn best_base(recent: &[Option<Frames<'_>>], j: usize, frames: Frames<'_>) -> (usize, usize) {
     let mut best = (0, 0);
     let n = frames.len();
@@ -311,8 +310,16 @@ fn best_base(recent: &[Option<Frames<'_>>], j: usize, frames: Frames<'_>) -> (us
             continue;
         };
         let m = base.len();
+        // Do the stacks agree at `t` frames from their outer ends?
+        let same = |t: usize| t < n && t < m && frames.get(n - 1 - t) == base.get(m - 1 - t);
+        // A base beats the best only if it also matches the frame past the best's
+        // shared ones (with no best yet, the outermost): that one compared first turns
+        // most bases away at once (stacks share their outer frames with many others).
+        if !same(best.1) {
+            continue;
+        }
         let mut shared = 0;
-        while shared < n && shared < m && frames.get(n - 1 - shared) == base.get(m - 1 - shared) {
+        while same(shared) {
             shared += 1;
         }
         if shared > best.1 {
