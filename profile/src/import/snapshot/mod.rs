@@ -42,23 +42,29 @@ pub const CAPTURE: Format = Format {
 };
 
 fn read_capture(bytes: &[u8], _: &Limits) -> Result<Input, InputError> {
-    let capture = snapshot::decode_frames(bytes);
-    if let Some(s) = capture.last_good() {
-        return Ok(Input::Snapshot {
-            snapshot: s.clone(),
-            bad_frames: capture.bad_count(),
-            frames: capture.frames.len(),
-        });
+    // Frame by frame, keeping only the last good snapshot and the last error: a capture
+    // of 10,000 snapshots never holds more than one decoded (it held them all: 78 MB of
+    // RSS for a 9.3 MB capture in `heapsnap inspect`).
+    let (mut good, mut frames, mut bad, mut last) = (None, 0, 0, None);
+    snapshot::decode_frames_with(bytes, snapshot::Detail::Full, |f| {
+        frames += 1;
+        match f.result {
+            Ok(s) => good = Some(s),
+            Err(e) => {
+                bad += 1;
+                last = Some(e);
+            }
+        }
+    });
+    match good {
+        Some(snapshot) => Ok(Input::Snapshot {
+            snapshot,
+            bad_frames: bad,
+            frames,
+        }),
+        None => Err(InputError::NoGoodFrame {
+            frames,
+            last: last.map(|e| e.to_string()).unwrap_or_default(),
+        }),
     }
-    let last = capture
-        .frames
-        .iter()
-        .rev()
-        .find_map(|f| f.result.as_ref().err())
-        .map(|e| e.to_string())
-        .unwrap_or_default();
-    Err(InputError::NoGoodFrame {
-        frames: capture.frames.len(),
-        last,
-    })
 }
