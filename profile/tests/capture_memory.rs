@@ -4,42 +4,21 @@
 //! inspect` when every frame was decoded and held; 13 MB now). Measured with a
 //! counting global allocator on captures of 4 and of 400 copies of one snapshot.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use heapsnap_profile::import::{self, Input};
 use sampler_core::snapshot;
 
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let now = LIVE.fetch_add(l.size(), Relaxed) + l.size();
-        PEAK.fetch_max(now, Relaxed);
-        System.alloc(l)
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size(), Relaxed);
-        System.dealloc(p, l)
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
+#[path = "../../sampler-core/tests/counting_alloc/mod.rs"]
+mod counting_alloc;
 
 /// Peak heap above what was live before, while reading `capture`; and its frame count.
 fn peak_reading(capture: &[u8]) -> (usize, usize) {
-    let base = LIVE.load(Relaxed);
-    PEAK.store(base, Relaxed);
-    let frames = match import::guess(capture) {
+    counting_alloc::peak_during(|| match import::guess(capture) {
         Ok(Input::Snapshot { frames, .. }) => frames,
         Ok(_) => panic!("a capture read as something else"),
         Err(e) => panic!("{e}"),
-    };
-    (PEAK.load(Relaxed) - base, frames)
+    })
 }
 
 #[test]

@@ -3,39 +3,16 @@
 //! allocate the most per input byte (empty stacks, one-byte frames, minimal buckets).
 #![cfg(feature = "std")]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+mod counting_alloc;
 
 use sampler_core::decoded::{Bucket, Snapshot, Stack};
 use sampler_core::snapshot::{
     decode, decode_frames, encode_framed_to_vec, encode_to_vec, shared_frames_cap, VERSION_SHARED,
 };
 
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let now = LIVE.fetch_add(l.size(), Relaxed) + l.size();
-        PEAK.fetch_max(now, Relaxed);
-        System.alloc(l)
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size(), Relaxed);
-        System.dealloc(p, l)
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
-
 /// Peak bytes allocated while `f` runs, above what was live before.
 fn peak_during(f: impl FnOnce()) -> usize {
-    let base = LIVE.load(Relaxed);
-    PEAK.store(base, Relaxed);
-    f();
-    PEAK.load(Relaxed) - base
+    counting_alloc::peak_during(f).0
 }
 
 /// Bytes of heap per input byte the decoder may use (a decoded `Stack` is 32 bytes for
