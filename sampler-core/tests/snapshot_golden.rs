@@ -129,10 +129,7 @@ fn timestamp_and_objects_encode_to_the_golden_bytes() {
 /// (`small-timestamp.bin`). Re-encoded, each is version 4.
 #[test]
 fn versions_1_to_3_still_decode() {
-    let old = |v: u16, s: sampler_core::decoded::Snapshot| sampler_core::decoded::Snapshot {
-        version: v,
-        ..s
-    };
+    use snapshot_common::as_version;
     for (file, version, want) in [
         ("small.bin", VERSION, snapshot_common::small()),
         (
@@ -149,7 +146,7 @@ fn versions_1_to_3_still_decode() {
         let bytes = std::fs::read(golden(file)).unwrap();
         assert_eq!(u16::from_le_bytes([bytes[4], bytes[5]]), version, "{file}");
         let snap = decode(&bytes).unwrap_or_else(|e| panic!("{file}: {e}"));
-        assert_eq!(snap, old(version, want.clone()), "{file}");
+        assert_eq!(snap, as_version(version, want.clone()), "{file}");
         let again = decode(&encode_to_vec(&snap).unwrap()).unwrap();
         assert_eq!(again, want, "{file} re-encoded");
     }
@@ -157,7 +154,7 @@ fn versions_1_to_3_still_decode() {
     let capture = decode_frames(&framed);
     assert_eq!(
         capture.last_good(),
-        Some(&old(VERSION, snapshot_common::small()))
+        Some(&as_version(VERSION, snapshot_common::small()))
     );
 }
 
@@ -179,10 +176,7 @@ fn seven_counter_bytes_decode_with_heap_totals_absent() {
     assert_eq!(now.len(), bytes.len() + 6 + 1);
     assert_eq!(
         decode(&now).unwrap(),
-        sampler_core::decoded::Snapshot {
-            version: VERSION_SHARED,
-            ..snap
-        }
+        snapshot_common::as_version(VERSION_SHARED, snap)
     );
 }
 
@@ -203,10 +197,7 @@ fn twelve_counter_bytes_decode_with_the_architecture_unknown() {
     assert_eq!(now.len(), bytes.len() + 1 + 1);
     assert_eq!(
         decode(&now).unwrap(),
-        sampler_core::decoded::Snapshot {
-            version: VERSION_SHARED,
-            ..snap
-        }
+        snapshot_common::as_version(VERSION_SHARED, snap)
     );
 }
 

@@ -111,7 +111,7 @@ fn c_reader_from_the_spec_agrees_with_the_rust_decoder() {
         )
         .unwrap()
     };
-    let as_version = |v: u16, s: Snapshot| Snapshot { version: v, ..s };
+    use snapshot_common::as_version;
     // Version 4, what the encoder writes: stack 1 names stack 0's last frame (§2.3).
     let golden = read("small-v4.bin");
     let (ok, out) = run(&exe, &golden, "small-v4.bin");

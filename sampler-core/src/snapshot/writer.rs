@@ -244,7 +244,7 @@ where
             found => found,
         };
         expanded = expanded.saturating_add(len);
-        let own = s.frames.len() - shared;
+        let own = len - shared;
         // Own frames and, in the low bit, whether a base follows.
         out.serialize_u64(((own as u64) << 1) | u64::from(shared > 0))?;
         if shared > 0 {

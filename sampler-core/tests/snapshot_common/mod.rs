@@ -4,6 +4,12 @@
 use sampler_core::decoded::{Bucket, Mapping, Snapshot, Stack};
 use sampler_core::{Counters, Cycle};
 
+/// `s` as read from a snapshot of `version`: what it decodes to from bytes of that
+/// version (the decoder says which version it read; every other field is the same).
+pub fn as_version(version: u16, s: Snapshot) -> Snapshot {
+    Snapshot { version, ..s }
+}
+
 /// [`small`] as an encoder before the heap totals wrote it (`tests/golden/small-7.bin`,
 /// version 1): the 7 version-1 counters only, so no heap totals (`Counters::heap` is
 /// `None`).
