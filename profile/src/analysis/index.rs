@@ -93,7 +93,7 @@ impl<'p> Index<'p> {
     /// Indexes a profile. Unknown location ids (only in unvalidated profiles) are
     /// skipped rather than trusted.
     pub fn new(profile: &'p Profile) -> Self {
-        IndexBuild::over(Analysed::Borrowed(profile)).finish()
+        IndexBuild::new(profile).finish()
     }
 }
 
@@ -113,6 +113,33 @@ pub struct IndexBuild<'p> {
     /// The diff-base label's key and value strings, if the profile has them.
     base_label: Option<(i64, i64)>,
     next: usize,
+}
+
+/// A sample's locations expanded into frames, as the index expands them
+/// ([`IndexBuild::expander`]; native only, as its one user).
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) struct Expander<'a> {
+    loc_pos: &'a IdIndex,
+    loc_frames: &'a [(u32, u32)],
+    frames: &'a [Frame],
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl<'a> Expander<'a> {
+    /// Sample `s`'s frames root first, as [`Index::root_first`] gives an indexed
+    /// sample's, expanded from its locations through `locs` (reused).
+    pub(crate) fn root_first<'b>(
+        &'b self,
+        s: &crate::profile::Sample,
+        locs: &'b mut Vec<u32>,
+    ) -> impl Iterator<Item = &'a Frame> + 'b {
+        locs.clear();
+        self.loc_pos.extend(locs, &s.location_id);
+        locs.iter().rev().flat_map(|&l| {
+            let (s, n) = self.loc_frames[l as usize];
+            self.frames[s as usize..(s + n) as usize].iter().rev()
+        })
+    }
 }
 
 impl<'p> IndexBuild<'p> {
@@ -289,6 +316,37 @@ impl<'p> IndexBuild<'p> {
         self.next = samples.len();
     }
 
+    /// An index of `profile` to be built ([`IndexBuild::finish`]) or, natively, read
+    /// without its per-sample stacks ([`IndexBuild::top_unstacked`]).
+    pub fn new(profile: &'p Profile) -> Self {
+        IndexBuild::over(Analysed::Borrowed(profile))
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    /// The index so far: every location's frames, no sample's yet (before any
+    /// [`IndexBuild::step`]).
+    pub(crate) fn index(&self) -> &Index<'p> {
+        &self.ix
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    /// Does sample `s` carry the diff-base label?
+    pub(crate) fn is_base_sample(&self, s: &crate::profile::Sample) -> bool {
+        self.base_label
+            .is_some_and(|(k, v)| s.label.iter().any(|l| l.key == k && l.str == v))
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    /// What expands a sample's locations into frames, without the index: shareable
+    /// between threads (the index is not: its caches are `RefCell`s).
+    pub(crate) fn expander(&self) -> Expander<'_> {
+        Expander {
+            loc_pos: &self.loc_pos,
+            loc_frames: &self.ix.loc_frames,
+            frames: &self.ix.frames,
+        }
+    }
+
     /// The index, with the samples not yet indexed done in one go.
     pub fn finish(mut self) -> Index<'p> {
         self.step(usize::MAX);
@@ -364,11 +422,23 @@ impl<'p> Index<'p> {
     /// node, a source line, what a filter shows) is a sum over a subset of the samples,
     /// so below that bound none of them can overflow; above it no total would be right.
     pub fn total(&self, sample_index: usize) -> Result<i64, ValueOverflow> {
+        let values =
+            (0..self.sample_count()).map(|i| (self.value(i, sample_index), self.is_base(i)));
+        self.total_of(sample_index, values)
+    }
+
+    /// [`Index::total`] of `values`: each sample's value and whether it is a base
+    /// sample.
+    pub(crate) fn total_of(
+        &self,
+        sample_index: usize,
+        values: impl Iterator<Item = (i64, bool)>,
+    ) -> Result<i64, ValueOverflow> {
         let (mut total, mut base) = (0u128, 0u128);
-        for i in 0..self.sample_count() {
-            let v = u128::from(self.value(i, sample_index).unsigned_abs());
+        for (v, is_base) in values {
+            let v = u128::from(v.unsigned_abs());
             total += v;
-            if self.is_base(i) {
+            if is_base {
                 base += v;
             }
         }

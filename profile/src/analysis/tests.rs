@@ -1076,3 +1076,87 @@ fn deep_stacks_past_one_byte_frame_indices_read_back_in_order() {
     let t = top(&p, 0, &Filter::new("", "^f250_inl$").unwrap()).unwrap();
     assert_eq!(t.shown, 0);
 }
+
+/// `top` without a filter expands each sample's locations on two threads instead of
+/// indexing the stacks: the same table as [`Index::top`], on a diff (base samples,
+/// signed values) and its new profile of 20,000 samples (past the size that starts a
+/// thread), with
+/// inlined frames on some paths, recursion, unknown location ids and zero values.
+#[test]
+fn unstacked_top_is_the_indexed_top() {
+    let mut b = Builder::new();
+    b.sample_type("alloc_space", "bytes");
+    b.sample_type("inuse_space", "bytes");
+    let funcs: Vec<u64> = (0..40)
+        .map(|i| b.function(&format!("f{i}"), "", &format!("/src/f{i}.go"), i))
+        .collect();
+    // Functions only ever inlined (`(inline)`), but g0, also called from the last
+    // location (`(partial-inline)`).
+    let inl: Vec<u64> = (0..4)
+        .map(|i| b.function(&format!("g{i}"), "", "/src/g.go", i))
+        .collect();
+    // Locations of one line, and of two (the first inlined into the second).
+    let mut locs = Vec::new();
+    for i in 0..60u64 {
+        let f = funcs[(i * 7 % 40) as usize];
+        let lines = if i % 5 == 0 {
+            vec![line(inl[(i / 5 % 4) as usize], 1), line(f, 2)]
+        } else if i == 59 {
+            vec![line(inl[0], 3)]
+        } else {
+            vec![line(f, 3)]
+        };
+        locs.push(b.location(0, 0x100 + i, lines, false));
+    }
+    let mut x = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    for _ in 0..20_000 {
+        let depth = 1 + next(12) as usize;
+        let mut stack: Vec<u64> = (0..depth).map(|_| locs[next(60) as usize]).collect();
+        if next(50) == 0 {
+            stack.push(9_999); // unknown: skipped by both
+        }
+        let v = next(1000) as i64 * i64::from(next(10) != 0);
+        b.sample(stack, vec![v, v / 3], vec![]);
+    }
+    // Last (in the second half): f35 calling g1, which the first half has only seen
+    // inlined into f35 (location 5): the edge is then not inline, g1 partial.
+    let f35 = b.location(0, 0x200, vec![line(funcs[35], 4)], false);
+    let g1 = b.location(0, 0x201, vec![line(inl[1], 5)], false);
+    for _ in 0..100 {
+        b.sample(vec![g1, f35], vec![1000, 1000], vec![]);
+    }
+    let p = b.finish();
+    let new = {
+        let mut q = p.clone();
+        for s in q.sample.iter_mut().step_by(3) {
+            let v: Vec<i64> = s.value.iter().map(|v| v * 2).collect();
+            s.value = v.into();
+        }
+        q
+    };
+    let d = profile::diff(&p, &new).unwrap();
+    // Both past the size that starts a thread (`beside`'s 16,384 items).
+    assert!(p.sample.len().min(d.sample.len()) > 1 << 14);
+    for prof in [&p, &d] {
+        let ix = Index::new(prof);
+        for si in 0..2 {
+            let want = ix.top(si, &Filter::none()).unwrap();
+            let label = |f: &str| want.rows.iter().find(|r| r.name == f).map(|r| r.inline);
+            assert_eq!(
+                (label("g0"), label("g1"), label("g2")),
+                (
+                    Some(Inline::Partial),
+                    Some(Inline::Partial),
+                    Some(Inline::Full)
+                )
+            );
+            assert_eq!(top(prof, si, &Filter::none()).unwrap(), want);
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! The top table: `go tool pprof -top -nodefraction=0` at function granularity.
 
 use super::index::FxMap;
-use super::{Filter, Index, ValueOverflow};
+use super::{Filter, Frame, Index, ValueOverflow};
 use crate::profile::Profile;
 
 /// pprof's default `-edgefraction`: edges below this share of the flat sum are trimmed
@@ -54,11 +54,19 @@ pub struct TopTable {
 /// The top table of `profile` for `sample_index` after `filter`: what `heapsnap top`
 /// prints. Builds an [`Index`]; callers with several views should build one and call
 /// [`Index::top`]. An error when the values overflow 64-bit sums ([`Index::total`]).
+///
+/// Natively, without a filter, the index is built without its per-sample stacks
+/// ([`IndexBuild::top_unstacked`]): one table is all that is asked, so each sample's
+/// locations are expanded as they are summed, on two threads.
 pub fn top(
     profile: &Profile,
     sample_index: usize,
     filter: &Filter,
 ) -> Result<TopTable, ValueOverflow> {
+    #[cfg(not(target_arch = "wasm32"))]
+    if filter.focus.is_none() && filter.ignore.is_none() {
+        return super::IndexBuild::new(profile).top_unstacked(sample_index);
+    }
     Index::new(profile).top(sample_index, filter)
 }
 
@@ -67,61 +75,174 @@ impl Index<'_> {
     pub fn top(&self, sample_index: usize, filter: &Filter) -> Result<TopTable, ValueOverflow> {
         // First: once the total fits, every sum below is exact (see `Index::total`).
         let total = self.total(sample_index)?;
-        let n = self.node_count();
-        let (mut flat, mut cum) = (vec![0i64; n], vec![0i64; n]);
-        let mut seen = vec![u32::MAX; n];
-        // pprof labels a function by the inline flags of its incoming edges (an edge is
-        // inline when every occurrence is). Only functions that are inlined somewhere
-        // need the per-edge map; for the others every incoming edge is a plain call.
         let can_inline = self.inlinable();
-        // Per edge into an inlinable function: (all occurrences inline, weight). pprof
-        // drops edges lighter than `-edgefraction` (0.001 of the total) before it labels,
-        // so a rare call path does not turn `(inline)` into `(partial-inline)` or back.
-        // Edge key → index into `edge_data`.
-        let mut edges: FxMap<u64, u64> = FxMap::default();
-        let mut edge_data: Vec<(u64, bool, i64)> = Vec::new();
-        let mut sample_edges: Vec<u64> = Vec::new();
-        let mut called = vec![false; n];
+        let mut sums = TopSums::new(self.node_count());
         let kept = self.kept(filter);
-        let mut shown = 0i64;
         for (i, &keep) in kept.iter().enumerate() {
             let v = self.value(i, sample_index);
-            if v == 0 || !keep {
-                continue;
-            }
-            shown = shown.wrapping_add(v);
-            let mut parent: Option<u32> = None;
-            sample_edges.clear();
-            for f in self.root_first(i) {
-                let node = f.node;
-                if seen[node as usize] != i as u32 {
-                    seen[node as usize] = i as u32;
-                    cum[node as usize] = cum[node as usize].wrapping_add(v);
-                }
-                if let Some(p) = parent.filter(|&p| p != node) {
-                    if can_inline[node as usize] {
-                        let key = u64::from(p) << 32 | u64::from(node);
-                        let at = *edges.entry(key).or_insert_with(|| {
-                            edge_data.push((key, true, 0));
-                            edge_data.len() as u64 - 1
-                        });
-                        let e = &mut edge_data[at as usize];
-                        e.1 &= f.inlined;
-                        // Weight once per sample, as pprof (recursion repeats edges).
-                        if !sample_edges.contains(&key) {
-                            sample_edges.push(key);
-                            e.2 = e.2.wrapping_add(v);
-                        }
-                    } else {
-                        called[node as usize] = true;
-                    }
-                }
-                parent = Some(node);
-            }
-            if let Some(leaf) = parent {
-                flat[leaf as usize] = flat[leaf as usize].wrapping_add(v);
+            if v != 0 && keep {
+                sums.add(i as u32, v, self.root_first(i), &can_inline);
             }
         }
+        Ok(sums.table(self, total))
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl super::IndexBuild<'_> {
+    /// [`top`] without a filter, from an index with no sample indexed: each half of the
+    /// samples on a thread of its own, every sample's locations expanded into frames
+    /// as it is summed. The same sums as [`Index::top`] (they are sums: the halves add
+    /// up in any order), without the index's per-sample frames, which took a count
+    /// pass and a fill pass over every stack before the sum's own pass (`heapsnap top`
+    /// on a 30 MB Go heap profile: 0.45 → 0.1 s for the table, 376 → 347 MB peak).
+    pub fn top_unstacked(&self, sample_index: usize) -> Result<TopTable, ValueOverflow> {
+        let ix = self.index();
+        let samples = &ix.profile.sample;
+        let values = samples.iter().map(|s| {
+            let v = s.value.get(sample_index).copied().unwrap_or(0);
+            (v, self.is_base_sample(s))
+        });
+        let total = ix.total_of(sample_index, values)?;
+        let can_inline = ix.inlinable();
+        let half = samples.len() / 2;
+        let (expand, nodes) = (self.expander(), ix.node_count());
+        let can_inline = &can_inline;
+        let sum = |from: usize, to: usize| {
+            let mut sums = TopSums::new(nodes);
+            let mut locs = Vec::new();
+            for (i, s) in samples.iter().enumerate().take(to).skip(from) {
+                let v = s.value.get(sample_index).copied().unwrap_or(0);
+                if v != 0 {
+                    sums.add(i as u32, v, expand.root_first(s, &mut locs), can_inline);
+                }
+            }
+            sums
+        };
+        let (mut a, b) =
+            crate::beside::beside(samples.len(), || sum(0, half), || sum(half, samples.len()));
+        a.absorb(b);
+        Ok(a.table(ix, total))
+    }
+}
+
+/// The sums of a top table over some samples: flat and cum per node, and the edges
+/// into inlinable nodes that pprof's inline labels are decided by.
+struct TopSums {
+    flat: Vec<i64>,
+    cum: Vec<i64>,
+    /// The last sample that added to each node's cum (once per sample).
+    seen: Vec<u32>,
+    // pprof labels a function by the inline flags of its incoming edges (an edge is
+    // inline when every occurrence is). Only functions that are inlined somewhere
+    // need the per-edge map; for the others every incoming edge is a plain call.
+    /// Per edge into an inlinable function: (key, all occurrences inline, weight).
+    /// pprof drops edges lighter than `-edgefraction` (0.001 of the total) before it
+    /// labels, so a rare call path does not turn `(inline)` into `(partial-inline)`
+    /// or back. `edges` maps an edge's key to its index here.
+    edges: FxMap<u64, u64>,
+    edge_data: Vec<(u64, bool, i64)>,
+    /// The current sample's edges (weighed once per sample).
+    sample_edges: Vec<u64>,
+    /// Nodes with a plain call into them.
+    called: Vec<bool>,
+    shown: i64,
+}
+
+impl TopSums {
+    fn new(n: usize) -> Self {
+        TopSums {
+            flat: vec![0; n],
+            cum: vec![0; n],
+            seen: vec![u32::MAX; n],
+            edges: FxMap::default(),
+            edge_data: Vec::new(),
+            sample_edges: Vec::new(),
+            called: vec![false; n],
+            shown: 0,
+        }
+    }
+
+    /// Adds sample `i` of value `v`, its frames root first.
+    #[inline]
+    fn add<'f>(
+        &mut self,
+        i: u32,
+        v: i64,
+        frames: impl Iterator<Item = &'f Frame>,
+        can_inline: &[bool],
+    ) {
+        self.shown = self.shown.wrapping_add(v);
+        let mut parent: Option<u32> = None;
+        self.sample_edges.clear();
+        for f in frames {
+            let node = f.node;
+            if self.seen[node as usize] != i {
+                self.seen[node as usize] = i;
+                self.cum[node as usize] = self.cum[node as usize].wrapping_add(v);
+            }
+            if let Some(p) = parent.filter(|&p| p != node) {
+                if can_inline[node as usize] {
+                    let key = u64::from(p) << 32 | u64::from(node);
+                    let data = &mut self.edge_data;
+                    let at = *self.edges.entry(key).or_insert_with(|| {
+                        data.push((key, true, 0));
+                        data.len() as u64 - 1
+                    });
+                    let e = &mut self.edge_data[at as usize];
+                    e.1 &= f.inlined;
+                    // Weight once per sample, as pprof (recursion repeats edges).
+                    if !self.sample_edges.contains(&key) {
+                        self.sample_edges.push(key);
+                        e.2 = e.2.wrapping_add(v);
+                    }
+                } else {
+                    self.called[node as usize] = true;
+                }
+            }
+            parent = Some(node);
+        }
+        if let Some(leaf) = parent {
+            self.flat[leaf as usize] = self.flat[leaf as usize].wrapping_add(v);
+        }
+    }
+
+    /// Adds the sums of other samples (none of them in `self`'s).
+    #[cfg(not(target_arch = "wasm32"))]
+    fn absorb(&mut self, other: TopSums) {
+        for (a, b) in self.flat.iter_mut().zip(&other.flat) {
+            *a = a.wrapping_add(*b);
+        }
+        for (a, b) in self.cum.iter_mut().zip(&other.cum) {
+            *a = a.wrapping_add(*b);
+        }
+        for (a, b) in self.called.iter_mut().zip(&other.called) {
+            *a |= *b;
+        }
+        self.shown = self.shown.wrapping_add(other.shown);
+        for (key, inl, weight) in other.edge_data {
+            let data = &mut self.edge_data;
+            let at = *self.edges.entry(key).or_insert_with(|| {
+                data.push((key, true, 0));
+                data.len() as u64 - 1
+            });
+            let e = &mut self.edge_data[at as usize];
+            e.1 &= inl;
+            e.2 = e.2.wrapping_add(weight);
+        }
+    }
+
+    /// The table: rows labelled and sorted as pprof's.
+    fn table(self, ix: &Index<'_>, total: i64) -> TopTable {
+        let TopSums {
+            flat,
+            cum,
+            called,
+            edge_data,
+            shown,
+            ..
+        } = self;
+        let n = flat.len();
         // pprof's cutoff is of the graph's flat sum (signed: a diff's net change), not
         // of the report total.
         let flat_sum = flat.iter().fold(0i64, |a, &v| a.wrapping_add(v));
@@ -148,7 +269,7 @@ impl Index<'_> {
         let rows: Vec<TopRow> = (0..n)
             .filter(|&k| flat[k] != 0 || cum[k] != 0)
             .map(|k| TopRow {
-                name: self.names[k].clone(),
+                name: ix.names[k].clone(),
                 node: k as u32,
                 flat: flat[k],
                 cum: cum[k],
@@ -176,6 +297,6 @@ impl Index<'_> {
             sum = sum.wrapping_add(r.flat);
             r.sum_pct = pct(sum);
         }
-        Ok(TopTable { rows, total, shown })
+        TopTable { rows, total, shown }
     }
 }
