@@ -25,12 +25,21 @@
 /// together, so the misses of a batch overlap instead of queueing.
 #[derive(Default)]
 pub struct Groups {
+    m: Merged,
+    /// Samples waiting for the next lookup.
+    batch: Batch,
+}
+
+/// The groups merged so far (apart from [`Groups`]' batch, so that a batch of its
+/// own is merged with no move of it).
+#[derive(Default)]
+struct Merged {
     /// Linear probing over slots of a record's offset + 1 (0 = empty) in the low 32
     /// bits and its hash's high 32 bits in the high ones, so that a probe past other
     /// groups' slots reads no record (most samples of a Go heap profile make a new
     /// group, whose probe ends at an empty slot after one or two taken ones, each a
     /// cache miss into the records when the slot held the offset alone), and the
-    /// table grows without reading them ([`Groups::grow`]). A power of two in size.
+    /// table grows without reading them ([`Merged::grow`]). A power of two in size.
     table: Vec<u64>,
     /// Records: `[hash, value sign mask, values << 32 | key bytes, string-label set,
     /// values…, key bytes packed little-endian into words…]`. Samples merge only when
@@ -41,17 +50,25 @@ pub struct Groups {
     /// decoded: 8 bytes an id against the 1–3 of its varint (for a profile of millions
     /// of distinct stacks, most of the memory the merge took).
     recs: Vec<u32>,
-    /// Samples waiting for the next batch, their key words, values and location bytes.
-    batch: Vec<Pending>,
-    words: Vec<u64>,
-    vals: Vec<i64>,
-    locs: Vec<u8>,
     /// The largest location id of any group less one, an id 0 counting as the
     /// largest (`u64::MAX`): see [`Groups::ids_below`].
     id_top: u64,
 }
 
-/// A sample waiting in [`Groups::batch`]: its record head and where its key words,
+/// Samples read but not yet merged into [`Groups`]: each one's record head (its hash
+/// among them), key words, values and location bytes. [`Groups::add`] fills one of
+/// [`BATCH`] samples and merges it; a reader on one thread can fill larger ones
+/// ([`Batch::push`]) for [`Groups::merge`] on another, so that the reading and the
+/// merging of a large profile run side by side.
+#[derive(Default)]
+pub struct Batch {
+    pending: Vec<Pending>,
+    words: Vec<u64>,
+    vals: Vec<i64>,
+    locs: Vec<u8>,
+}
+
+/// A sample waiting in a [`Batch`]: its record head and where its key words,
 /// values and location bytes are.
 #[derive(Clone, Copy)]
 struct Pending {
@@ -76,6 +93,195 @@ impl Groups {
     // inlining it back.
     #[inline(never)]
     pub fn add(&mut self, locs: &[u8], vals: &[i64], set: u32) -> Option<()> {
+        self.batch.push(locs, vals, set)?;
+        if self.batch.len() == BATCH {
+            return self.flush();
+        }
+        Some(())
+    }
+
+    /// Merges the samples waiting in [`Groups::add`]'s batch.
+    #[inline(never)]
+    pub fn flush(&mut self) -> Option<()> {
+        self.m.room(self.batch.len());
+        let ok = self.m.merge_run(&self.batch.pending, &self.batch);
+        self.batch.clear();
+        ok
+    }
+
+    /// Merges every sample of `batch` (emptied, its room kept), as [`Groups::add`]
+    /// merges its own batch, [`BATCH`] at a time. `None` as [`Groups::add`].
+    #[cfg(not(target_arch = "wasm32"))]
+    #[inline(never)]
+    pub fn merge(&mut self, batch: &mut Batch) -> Option<()> {
+        self.m.room(batch.len());
+        let mut from = 0;
+        let mut ok = Some(());
+        while ok.is_some() && from < batch.len() {
+            let run = &batch.pending[from..batch.len().min(from + BATCH)];
+            ok = self.m.merge_run(run, batch);
+            from += BATCH;
+        }
+        batch.clear();
+        ok
+    }
+
+    /// Drops groups `k..` and, with them, the lookup table (no sample is added once
+    /// the groups are read). Their memory is given back a chunk at a time as they go,
+    /// so that a reader building its samples from the last group back does not hold
+    /// the merge's memory and all of the samples' at once (3 million distinct stacks:
+    /// 0.3 GB of records).
+    pub fn truncate(&mut self, k: usize) {
+        self.m.table = Vec::new();
+        if let Some(&r) = self.m.recs.get(k) {
+            self.m.arena.truncate(r);
+        }
+        self.m.recs.truncate(k);
+    }
+
+    /// Does every location id of every group lie in 1..=n? Where a profile's
+    /// locations are the ids 1..=n, its stacks are then valid with no per-sample check.
+    pub fn ids_below(&self, n: u64) -> bool {
+        self.m.id_top < n
+    }
+
+    /// Number of groups (after [`Groups::flush`]).
+    pub fn len(&self) -> usize {
+        self.m.recs.len()
+    }
+
+    /// No groups yet.
+    pub fn is_empty(&self) -> bool {
+        self.m.recs.is_empty()
+    }
+
+    /// Group `k`: (location ids, values, string-label set).
+    pub fn group(&self, k: usize) -> (Ids<'_>, impl Iterator<Item = i64> + '_, u32) {
+        let rec = self.m.arena.rec(self.m.recs[k]);
+        let shape = rec[2];
+        let (nv, len) = ((shape >> 32) as usize, (shape & 0xffff_ffff) as usize);
+        let key = HEAD + nv;
+        let words = &rec[key..key + len.div_ceil(8)];
+        (
+            Ids { words, len, pos: 0 },
+            rec[HEAD..key].iter().map(|&v| v as i64),
+            rec[3] as u32,
+        )
+    }
+}
+
+impl Merged {
+    /// Room in the table for `waiting` more groups.
+    #[inline(always)]
+    fn room(&mut self, waiting: usize) {
+        if self.table.len() < 2 * (self.recs.len() + waiting + 1) {
+            self.grow(waiting);
+        }
+    }
+
+    /// Merges `run`, [`BATCH`] samples of `b` at most: first each one's table slot and
+    /// record head are read (independent loads, whose cache misses overlap), then
+    /// each is merged.
+    #[inline(always)]
+    fn merge_run(&mut self, run: &[Pending], b: &Batch) -> Option<()> {
+        let mut first = [0u64; BATCH];
+        for (f, p) in first.iter_mut().zip(run) {
+            *f = self.table[home(p.head[0], self.table.len())];
+        }
+        let mut hits = 0u32;
+        for (&f, p) in first.iter().zip(run) {
+            if f != 0 && tag(f) == tag(p.head[0]) {
+                hits += u32::from(self.arena.rec(offset(f))[0] == p.head[0]);
+            }
+        }
+        let _ = std::hint::black_box(hits);
+        run.iter()
+            .all(|p| self.merge_one(p, b).is_some())
+            .then_some(())
+    }
+
+    /// Merges one waiting sample of `b` into its group, or makes the group.
+    #[inline(always)]
+    fn merge_one(&mut self, p: &Pending, b: &Batch) -> Option<()> {
+        let words = &b.words[p.words.0 as usize..(p.words.0 + p.words.1) as usize];
+        let vals = &b.vals[p.vals.0 as usize..(p.vals.0 + p.vals.1) as usize];
+        let mask = self.table.len() - 1;
+        let mut slot = home(p.head[0], self.table.len());
+        loop {
+            let at = self.table[slot];
+            if at == 0 {
+                break;
+            }
+            if tag(at) == tag(p.head[0]) {
+                let rec = self.arena.rec_mut(offset(at));
+                let ks = HEAD + vals.len();
+                // A sum past 64 bits would wrap: the sample goes on probing, to a later
+                // group of the same stack or a new one (separate groups change no figure).
+                if rec[..HEAD] == p.head
+                    && same(&rec[ks..ks + words.len()], words)
+                    && fits(&rec[HEAD..ks], vals)
+                {
+                    for (a, b) in rec[HEAD..ks].iter_mut().zip(vals) {
+                        *a = (*a as i64).wrapping_add(*b) as u64;
+                    }
+                    return Some(());
+                }
+            }
+            slot = (slot + 1) & mask;
+        }
+        // A new group: its ids validated once (decoded again from the key when asked).
+        let locs = &b.locs[p.locs.0 as usize..(p.locs.0 + p.locs.1) as usize];
+        let mut q = 0;
+        let mut top = self.id_top;
+        while q < locs.len() {
+            top = top.max(varint(locs, &mut q)?.wrapping_sub(1));
+        }
+        self.id_top = top;
+        let r = self.arena.push(&p.head, vals, words)?;
+        self.recs.push(r);
+        self.table[slot] = slot_of(r, p.head[0]);
+        Some(())
+    }
+
+    /// Doubles the table (at least 1024 slots, and twice the groups) and moves every
+    /// slot over. A slot's
+    /// home is its hash's top bits, which the slot holds, so the old table is read in
+    /// order and the new one written nearly in order, with no record read: re-inserting
+    /// the records by their hashes wrote the new table at random, a quarter of the
+    /// merge's time on a 30 MB Go heap profile.
+    fn grow(&mut self, waiting: usize) {
+        // At least twice the groups and waiting samples (after `truncate`, the table
+        // starts again from none).
+        let need = 2 * (self.recs.len() + waiting + 1);
+        let n = (self.table.len() * 2)
+            .max(need.next_power_of_two())
+            .max(1024);
+        let old = std::mem::replace(&mut self.table, vec![0; n]);
+        let mask = n - 1;
+        // (A table dropped by `truncate` with groups left: made again from their
+        // records, so that a sample added after it still finds its group.)
+        let again: &[u32] = if old.is_empty() { &self.recs } else { &[] };
+        let made: Vec<u64> = again
+            .iter()
+            .map(|&r| slot_of(r, self.arena.rec(r)[0]))
+            .collect();
+        for at in old.into_iter().chain(made) {
+            if at != 0 {
+                let mut slot = home(at, n);
+                while self.table[slot] != 0 {
+                    slot = (slot + 1) & mask;
+                }
+                self.table[slot] = at;
+            }
+        }
+    }
+}
+
+impl Batch {
+    /// Adds a sample (its location-id bytes, values and string-label set) for the next
+    /// [`Groups::merge`]. `None` when its values or bytes pass 32-bit counts.
+    #[inline(always)]
+    pub fn push(&mut self, locs: &[u8], vals: &[i64], set: u32) -> Option<()> {
         let mut signs = 0u64;
         let mut k = 0;
         while k < vals.len() && k < 64 {
@@ -117,7 +323,7 @@ impl Groups {
             self.words.push(w);
         }
         let at = |v: usize, n: usize| (v as u32, n as u32);
-        self.batch.push(Pending {
+        self.pending.push(Pending {
             head: [h.finish(), signs, shape, u64::from(set)],
             words: at(ws, self.words.len() - ws),
             vals: at(self.vals.len(), vals.len()),
@@ -125,157 +331,24 @@ impl Groups {
         });
         self.vals.extend_from_slice(vals);
         self.locs.extend_from_slice(locs);
-        if self.batch.len() == BATCH {
-            return self.flush();
-        }
         Some(())
     }
 
-    /// Looks up every waiting sample: first each one's table slot and record head are
-    /// read (independent loads, whose cache misses overlap), then each is merged.
-    #[inline(never)]
-    pub fn flush(&mut self) -> Option<()> {
-        if self.table.len() < 2 * (self.recs.len() + self.batch.len() + 1) {
-            self.grow();
-        }
-        let mut first = [0u64; BATCH];
-        for (f, p) in first.iter_mut().zip(&self.batch) {
-            *f = self.table[home(p.head[0], self.table.len())];
-        }
-        let mut hits = 0u32;
-        for (&f, p) in first.iter().zip(&self.batch) {
-            if f != 0 && tag(f) == tag(p.head[0]) {
-                hits += u32::from(self.arena.rec(offset(f))[0] == p.head[0]);
-            }
-        }
-        let _ = std::hint::black_box(hits);
-        let batch = std::mem::take(&mut self.batch);
-        let ok = batch.iter().all(|p| self.merge(p).is_some());
-        self.batch = batch;
-        self.batch.clear();
+    /// Samples waiting.
+    pub fn len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// No sample waiting.
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.pending.clear();
         self.words.clear();
         self.vals.clear();
         self.locs.clear();
-        ok.then_some(())
-    }
-
-    /// Merges one waiting sample into its group, or makes the group.
-    #[inline(always)]
-    fn merge(&mut self, p: &Pending) -> Option<()> {
-        let words = &self.words[p.words.0 as usize..(p.words.0 + p.words.1) as usize];
-        let vals = &self.vals[p.vals.0 as usize..(p.vals.0 + p.vals.1) as usize];
-        let mask = self.table.len() - 1;
-        let mut slot = home(p.head[0], self.table.len());
-        loop {
-            let at = self.table[slot];
-            if at == 0 {
-                break;
-            }
-            if tag(at) == tag(p.head[0]) {
-                let rec = self.arena.rec_mut(offset(at));
-                let ks = HEAD + vals.len();
-                // A sum past 64 bits would wrap: the sample goes on probing, to a later
-                // group of the same stack or a new one (separate groups change no figure).
-                if rec[..HEAD] == p.head
-                    && same(&rec[ks..ks + words.len()], words)
-                    && fits(&rec[HEAD..ks], vals)
-                {
-                    for (a, b) in rec[HEAD..ks].iter_mut().zip(vals) {
-                        *a = (*a as i64).wrapping_add(*b) as u64;
-                    }
-                    return Some(());
-                }
-            }
-            slot = (slot + 1) & mask;
-        }
-        // A new group: its ids validated once (decoded again from the key when asked).
-        let locs = &self.locs[p.locs.0 as usize..(p.locs.0 + p.locs.1) as usize];
-        let mut q = 0;
-        let mut top = self.id_top;
-        while q < locs.len() {
-            top = top.max(varint(locs, &mut q)?.wrapping_sub(1));
-        }
-        self.id_top = top;
-        let r = self.arena.push(&p.head, vals, words)?;
-        self.recs.push(r);
-        self.table[slot] = slot_of(r, p.head[0]);
-        Some(())
-    }
-
-    /// Doubles the table (at least 1024 slots, and twice the groups) and moves every
-    /// slot over. A slot's
-    /// home is its hash's top bits, which the slot holds, so the old table is read in
-    /// order and the new one written nearly in order, with no record read: re-inserting
-    /// the records by their hashes wrote the new table at random, a quarter of the
-    /// merge's time on a 30 MB Go heap profile.
-    fn grow(&mut self) {
-        // At least twice the groups and waiting samples (after `truncate`, the table
-        // starts again from none).
-        let need = 2 * (self.recs.len() + self.batch.len() + 1);
-        let n = (self.table.len() * 2)
-            .max(need.next_power_of_two())
-            .max(1024);
-        let old = std::mem::replace(&mut self.table, vec![0; n]);
-        let mask = n - 1;
-        // (A table dropped by `truncate` with groups left: made again from their
-        // records, so that a sample added after it still finds its group.)
-        let again: &[u32] = if old.is_empty() { &self.recs } else { &[] };
-        let made: Vec<u64> = again
-            .iter()
-            .map(|&r| slot_of(r, self.arena.rec(r)[0]))
-            .collect();
-        for at in old.into_iter().chain(made) {
-            if at != 0 {
-                let mut slot = home(at, n);
-                while self.table[slot] != 0 {
-                    slot = (slot + 1) & mask;
-                }
-                self.table[slot] = at;
-            }
-        }
-    }
-
-    /// Drops groups `k..` and, with them, the lookup table (no sample is added once
-    /// the groups are read). Their memory is given back a chunk at a time as they go,
-    /// so that a reader building its samples from the last group back does not hold
-    /// the merge's memory and all of the samples' at once (3 million distinct stacks:
-    /// 0.3 GB of records).
-    pub fn truncate(&mut self, k: usize) {
-        self.table = Vec::new();
-        if let Some(&r) = self.recs.get(k) {
-            self.arena.truncate(r);
-        }
-        self.recs.truncate(k);
-    }
-
-    /// Does every location id of every group lie in 1..=n? Where a profile's
-    /// locations are the ids 1..=n, its stacks are then valid with no per-sample check.
-    pub fn ids_below(&self, n: u64) -> bool {
-        self.id_top < n
-    }
-
-    /// Number of groups (after [`Groups::flush`]).
-    pub fn len(&self) -> usize {
-        self.recs.len()
-    }
-
-    /// No groups yet.
-    pub fn is_empty(&self) -> bool {
-        self.recs.is_empty()
-    }
-
-    /// Group `k`: (location ids, values, string-label set).
-    pub fn group(&self, k: usize) -> (Ids<'_>, impl Iterator<Item = i64> + '_, u32) {
-        let rec = self.arena.rec(self.recs[k]);
-        let shape = rec[2];
-        let (nv, len) = ((shape >> 32) as usize, (shape & 0xffff_ffff) as usize);
-        let key = HEAD + nv;
-        let words = &rec[key..key + len.div_ceil(8)];
-        (
-            Ids { words, len, pos: 0 },
-            rec[HEAD..key].iter().map(|&v| v as i64),
-            rec[3] as u32,
-        )
     }
 }
 
@@ -1401,14 +1474,14 @@ mod tests {
         {
             check(&g, k, 3);
         }
-        let chunks = &g.arena.chunks;
+        let chunks = &g.m.arena.chunks;
         assert!(chunks.len() > 8, "{} chunks", chunks.len());
         assert_eq!(chunks.iter().filter(|c| c.len() > CHUNK).count(), 4);
         // Truncated mid-chunk: the groups before are whole, the chunks after given
         // back, and a sample after finds its group or makes one.
         let before = chunks.len();
         g.truncate(20_003);
-        assert!(g.arena.chunks.len() < before);
+        assert!(g.m.arena.chunks.len() < before);
         for k in [0, 5, 10_005, 20_002] {
             check(&g, k, 3);
         }

@@ -26,6 +26,9 @@ use crate::profile::{
 };
 use pprof_scan::{field, field_len, Groups};
 
+#[cfg(not(target_arch = "wasm32"))]
+use pprof_scan::Batch;
+
 /// Decodes pprof bytes (gzipped or raw) into a validated profile whose samples are
 /// merged by (stack, diff-base label), within the default [`Limits`]. Same errors as
 /// [`profile::decode`].
@@ -69,6 +72,11 @@ pub fn decode_compact_sized(
     // scan the whole-file decoder runs first, and the same errors), and a gzipped
     // input is inflated piece by piece into it, never held whole.
     let mut d = CompactDecoder::with_limits(limits, input_len);
+    // (Natively a large input's samples are merged on a thread of their own.)
+    #[cfg(not(target_arch = "wasm32"))]
+    if bytes.len() >= MERGE_BESIDE_FROM {
+        d = d.merging_beside();
+    }
     if profile::is_gzip(bytes) {
         d = d.inflated();
         // (Natively the inflating runs on a thread beside the decoding.)
@@ -122,6 +130,9 @@ pub struct CompactDecoder {
     /// costs memory.
     rest: Vec<u8>,
     groups: Groups,
+    /// Natively, for a large input: the thread the samples are merged on instead.
+    #[cfg(not(target_arch = "wasm32"))]
+    beside: Option<MergeBeside>,
     samples: SampleReader,
     /// Reused per sample: its string labels.
     pairs: Vec<(i64, i64)>,
@@ -162,6 +173,8 @@ impl CompactDecoder {
             carry: Vec::new(),
             rest: Vec::new(),
             groups: Groups::default(),
+            #[cfg(not(target_arch = "wasm32"))]
+            beside: None,
             samples: SampleReader::default(),
             pairs: Vec::new(),
             label_sets: vec![Vec::new()],
@@ -172,6 +185,17 @@ impl CompactDecoder {
             error: None,
             max_len: None,
         }
+    }
+
+    /// Merges the samples on a thread of its own ([`MergeBeside`]) while this one
+    /// reads them (before any is fed); here, as they are read, where no thread can
+    /// start.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn merging_beside(mut self) -> Self {
+        if self.groups.is_empty() && self.beside.is_none() {
+            self.beside = MergeBeside::start();
+        }
+        self
     }
 
     /// The stream is inflated gzip: offsets in errors say so, and a field that would
@@ -310,6 +334,10 @@ impl CompactDecoder {
                 id
             }
         };
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(t) = &mut self.beside {
+            return t.add(sample.locs, sample.vals, set).is_some();
+        }
         self.groups.add(sample.locs, sample.vals, set).is_some()
     }
 
@@ -332,6 +360,10 @@ impl CompactDecoder {
             return Err(self.error);
         }
         let mut g = self.groups;
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(t) = self.beside {
+            g = t.finish().ok_or(None)?;
+        }
         g.flush().ok_or(None)?;
         let mut p = Profile::default();
         profile::merge_field(&mut p, &self.rest).map_err(|_| None)?;
@@ -471,6 +503,81 @@ fn merged(
             .into(),
             _ => Vec::new().into(),
         },
+    }
+}
+
+/// Natively, inputs from this size on ([`decode_compact_sized`]'s, as given) have their
+/// samples merged on a thread of their own.
+#[cfg(not(target_arch = "wasm32"))]
+const MERGE_BESIDE_FROM: usize = 1 << 20;
+
+/// Samples merged on a thread of their own, sent to it a [`Batch`] of
+/// [`MergeBeside::SEND`] at a time (the batches come back to be filled again). The
+/// reading of a large profile (its fields scanned, samples read and hashed) and the
+/// merging (a lookup in a table of millions of groups, a cache miss each) then share
+/// the two cores with the inflater: `heapsnap top` on a 30 MB Go heap profile, the
+/// decoding 1.12 → 0.97 s (and the whole command 1.24 → 1.07 s).
+#[cfg(not(target_arch = "wasm32"))]
+struct MergeBeside {
+    batch: Batch,
+    to: std::sync::mpsc::SyncSender<Batch>,
+    back: std::sync::mpsc::Receiver<Batch>,
+    merged: std::thread::JoinHandle<Option<Groups>>,
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl MergeBeside {
+    /// Samples a batch: enough that handing it over is rare, few enough that a batch
+    /// is a few hundred KiB.
+    const SEND: usize = 1 << 12;
+
+    /// The merging thread, or `None` when none can start.
+    fn start() -> Option<Self> {
+        use std::sync::mpsc::sync_channel;
+        let (to, from) = sync_channel::<Batch>(2);
+        let (back_to, back) = sync_channel::<Batch>(4);
+        let merged = std::thread::Builder::new()
+            .name("heapsnap merge".into())
+            .spawn(move || {
+                let mut g = Groups::default();
+                for mut b in from {
+                    g.merge(&mut b)?;
+                    let _ = back_to.try_send(b);
+                }
+                Some(g)
+            })
+            .ok()?;
+        Some(MergeBeside {
+            batch: Batch::default(),
+            to,
+            back,
+            merged,
+        })
+    }
+
+    #[inline]
+    fn add(&mut self, locs: &[u8], vals: &[i64], set: u32) -> Option<()> {
+        self.batch.push(locs, vals, set)?;
+        if self.batch.len() >= Self::SEND {
+            self.send()?;
+        }
+        Some(())
+    }
+
+    /// Hands the batch over; `None` when the thread has stopped (a sample it could
+    /// not merge).
+    #[inline(never)]
+    fn send(&mut self) -> Option<()> {
+        let next = self.back.try_recv().unwrap_or_default();
+        let full = std::mem::replace(&mut self.batch, next);
+        self.to.send(full).ok()
+    }
+
+    fn finish(mut self) -> Option<Groups> {
+        let sent = self.batch.is_empty() || self.send().is_some();
+        drop(self.to);
+        let g = self.merged.join().ok()??;
+        sent.then_some(g)
     }
 }
 

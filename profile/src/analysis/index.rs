@@ -307,13 +307,10 @@ impl<'p> IndexBuild<'p> {
             }
         };
         crate::beside::beside(samples.len(), || fill(a, fa, ea, 0), || fill(b, fb, eb, na));
-        if let Some((k, v)) = self.base_label {
-            let labelled = |s: &Sample| s.label.iter().any(|l| l.key == k && l.str == v);
-            self.ix.base = samples.iter().map(labelled).collect();
-        }
         self.ix.stack_frames = frames;
         self.ix.frame_ends = ends;
-        self.next = samples.len();
+        self.next = self.ix.profile.sample.len();
+        self.base_flags();
     }
 
     /// An index of `profile` to be built ([`IndexBuild::finish`]) or, natively, read
@@ -325,15 +322,20 @@ impl<'p> IndexBuild<'p> {
     #[cfg(not(target_arch = "wasm32"))]
     /// The index so far: every location's frames, no sample's yet (before any
     /// [`IndexBuild::step`]).
+    #[cfg(not(target_arch = "wasm32"))]
     pub(crate) fn index(&self) -> &Index<'p> {
         &self.ix
     }
 
+    /// Every sample's diff-base flag (none for a profile without the label), all at
+    /// once.
     #[cfg(not(target_arch = "wasm32"))]
-    /// Does sample `s` carry the diff-base label?
-    pub(crate) fn is_base_sample(&self, s: &crate::profile::Sample) -> bool {
-        self.base_label
-            .is_some_and(|(k, v)| s.label.iter().any(|l| l.key == k && l.str == v))
+    pub(crate) fn base_flags(&mut self) {
+        if let Some((k, v)) = self.base_label {
+            let labelled =
+                |s: &crate::profile::Sample| s.label.iter().any(|l| l.key == k && l.str == v);
+            self.ix.base = self.ix.profile.sample.iter().map(labelled).collect();
+        }
     }
 
     #[cfg(not(target_arch = "wasm32"))]
@@ -422,23 +424,13 @@ impl<'p> Index<'p> {
     /// node, a source line, what a filter shows) is a sum over a subset of the samples,
     /// so below that bound none of them can overflow; above it no total would be right.
     pub fn total(&self, sample_index: usize) -> Result<i64, ValueOverflow> {
-        let values =
-            (0..self.sample_count()).map(|i| (self.value(i, sample_index), self.is_base(i)));
-        self.total_of(sample_index, values)
-    }
-
-    /// [`Index::total`] of `values`: each sample's value and whether it is a base
-    /// sample.
-    pub(crate) fn total_of(
-        &self,
-        sample_index: usize,
-        values: impl Iterator<Item = (i64, bool)>,
-    ) -> Result<i64, ValueOverflow> {
         let (mut total, mut base) = (0u128, 0u128);
-        for (v, is_base) in values {
-            let v = u128::from(v.unsigned_abs());
+        // (The profile's samples, not `sample_count`: an index read without its stacks
+        // (`IndexBuild::top_unstacked`) has their values and base flags, no frames.)
+        for i in 0..self.profile.sample.len() {
+            let v = u128::from(self.value(i, sample_index).unsigned_abs());
             total += v;
-            if is_base {
+            if self.is_base(i) {
                 base += v;
             }
         }

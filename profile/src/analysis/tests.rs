@@ -279,8 +279,8 @@ fn diff_against_base_shows_growth_relative_to_base_total() {
     );
 }
 
-/// A profile large enough that the CLI builds its merged samples, validates them and
-/// indexes them by halves on two threads: the samples come out as the whole-file
+/// A profile large enough that the CLI merges its samples on a thread of their own,
+/// and builds, validates and indexes them by halves on two threads: the samples come out as the whole-file
 /// decoder's in the file's order (each stack's first sample, summed), and every figure
 /// is the same.
 #[test]
@@ -295,7 +295,7 @@ fn large_compact_decodes_are_built_by_halves_in_order() {
         .collect();
     let mut x = 11u64;
     let mut stacks = Vec::new();
-    for _ in 0..60_000 {
+    for _ in 0..70_000 {
         x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
         let stack: Vec<u64> = (0..2 + (x >> 60))
             .map(|d| locs[(x.rotate_right(5 * d as u32 + 3) % 40) as usize])
@@ -313,7 +313,21 @@ fn large_compact_decodes_are_built_by_halves_in_order() {
             label: Vec::new().into(),
         })
         .collect();
-    let c = decode_compact(&p.encode_to_vec()).unwrap();
+    let raw = p.encode_to_vec();
+    // Large enough that `decode_compact` merges on a thread of its own: the same
+    // profile as merged where it is read, whatever the pieces it is fed in.
+    assert!(raw.len() >= 1 << 20, "{} bytes", raw.len());
+    let c = decode_compact(&raw).unwrap();
+    let mut here = CompactDecoder::new();
+    for piece in raw.chunks(1 << 16) {
+        assert!(here.feed(piece));
+    }
+    assert_eq!(here.finish().ok().as_ref(), Some(&c));
+    let mut beside = CompactDecoder::new().merging_beside();
+    for piece in raw.chunks(999) {
+        assert!(beside.feed(piece));
+    }
+    assert_eq!(beside.finish().ok().as_ref(), Some(&c));
     let mut first: Vec<(Vec<u64>, i64)> = Vec::new();
     let mut at: std::collections::HashMap<Vec<u64>, usize> = Default::default();
     for s in &p.sample {
@@ -358,14 +372,28 @@ fn compact_decodes_refuse_every_bad_sample() {
         while !f.step(1) {}
         f.finish().map_err(|_| ())
     };
+    // Merged on a thread of its own (the CLI's large inputs).
+    let beside = |raw: &[u8]| {
+        let mut d = CompactDecoder::new().merging_beside();
+        for piece in raw.chunks(7) {
+            d.feed(piece);
+        }
+        d.finish()
+    };
     let decodes = |p: &Profile| {
         let raw = p.encode_to_vec();
-        let (whole, compact, in_slices) = (
+        let (whole, compact, in_slices, merged_beside) = (
             profile::decode(&raw).is_ok(),
             decode_compact(&raw).is_ok(),
             sliced(&raw).is_ok(),
+            beside(&raw).is_ok(),
         );
-        assert_eq!((compact, in_slices), (whole, whole), "{:?}", p.sample);
+        assert_eq!(
+            (compact, in_slices, merged_beside),
+            (whole, whole, whole),
+            "{:?}",
+            p.sample
+        );
         whole
     };
     let good = sample_profile();
