@@ -288,7 +288,11 @@ impl Batch {
             signs |= u64::from(vals[k] < 0) << k;
             k += 1;
         }
-        if vals.len() as u64 >= 1 << 32 || locs.len() as u64 >= 1 << 32 {
+        // Offsets into the batch are 32-bit (a batch of many deep stacks passes them
+        // only with limits raised far beyond the defaults).
+        if (self.vals.len() + vals.len()) as u64 >= 1 << 32
+            || (self.locs.len() as u64 + locs.len() as u64) >= 1 << 32
+        {
             return None;
         }
         let shape = (vals.len() as u64) << 32 | locs.len() as u64;
@@ -342,6 +346,11 @@ impl Batch {
     /// No sample waiting.
     pub fn is_empty(&self) -> bool {
         self.pending.is_empty()
+    }
+
+    /// Bytes of location ids waiting.
+    pub fn bytes(&self) -> usize {
+        self.locs.len()
     }
 
     fn clear(&mut self) {

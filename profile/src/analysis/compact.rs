@@ -192,7 +192,8 @@ impl CompactDecoder {
     /// start.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn merging_beside(mut self) -> Self {
-        if self.groups.is_empty() && self.beside.is_none() {
+        // (Only before any field: samples fed before it are in `groups`' batch.)
+        if self.offset == 0 && self.carry.is_empty() && self.beside.is_none() {
             self.beside = MergeBeside::start();
         }
         self
@@ -520,16 +521,19 @@ const MERGE_BESIDE_FROM: usize = 1 << 20;
 #[cfg(not(target_arch = "wasm32"))]
 struct MergeBeside {
     batch: Batch,
-    to: std::sync::mpsc::SyncSender<Batch>,
+    /// (Taken by `finish`, or on drop: the thread then ends.)
+    to: Option<std::sync::mpsc::SyncSender<Batch>>,
     back: std::sync::mpsc::Receiver<Batch>,
-    merged: std::thread::JoinHandle<Option<Groups>>,
+    merged: Option<std::thread::JoinHandle<Option<Groups>>>,
 }
 
 #[cfg(not(target_arch = "wasm32"))]
 impl MergeBeside {
     /// Samples a batch: enough that handing it over is rare, few enough that a batch
-    /// is a few hundred KiB.
+    /// is a few hundred KiB; and at most [`MergeBeside::SEND_BYTES`] of stacks (deep
+    /// ones), so that its offsets stay far from 32 bits.
     const SEND: usize = 1 << 12;
+    const SEND_BYTES: usize = 1 << 20;
 
     /// The merging thread, or `None` when none can start.
     fn start() -> Option<Self> {
@@ -549,16 +553,16 @@ impl MergeBeside {
             .ok()?;
         Some(MergeBeside {
             batch: Batch::default(),
-            to,
+            to: Some(to),
             back,
-            merged,
+            merged: Some(merged),
         })
     }
 
     #[inline]
     fn add(&mut self, locs: &[u8], vals: &[i64], set: u32) -> Option<()> {
         self.batch.push(locs, vals, set)?;
-        if self.batch.len() >= Self::SEND {
+        if self.batch.len() >= Self::SEND || self.batch.bytes() >= Self::SEND_BYTES {
             self.send()?;
         }
         Some(())
@@ -570,14 +574,35 @@ impl MergeBeside {
     fn send(&mut self) -> Option<()> {
         let next = self.back.try_recv().unwrap_or_default();
         let full = std::mem::replace(&mut self.batch, next);
-        self.to.send(full).ok()
+        self.to.as_ref()?.send(full).ok()
     }
 
+    /// The groups, every sample merged; `None` when one could not be. A panic on the
+    /// merging thread is raised again here.
     fn finish(mut self) -> Option<Groups> {
         let sent = self.batch.is_empty() || self.send().is_some();
-        drop(self.to);
-        let g = self.merged.join().ok()??;
+        let g = self.join()?;
         sent.then_some(g)
+    }
+
+    /// Ends the thread (its batches are all merged first) and takes its groups.
+    fn join(&mut self) -> Option<Groups> {
+        drop(self.to.take());
+        match self.merged.take()?.join() {
+            Ok(g) => g,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+/// A decoder dropped before its end (a bad input, whose whole-file decode for the
+/// message comes next) lets go of the thread's groups first.
+#[cfg(not(target_arch = "wasm32"))]
+impl Drop for MergeBeside {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            drop(self.join());
+        }
     }
 }
 

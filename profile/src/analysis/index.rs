@@ -319,7 +319,6 @@ impl<'p> IndexBuild<'p> {
         IndexBuild::over(Analysed::Borrowed(profile))
     }
 
-    #[cfg(not(target_arch = "wasm32"))]
     /// The index so far: every location's frames, no sample's yet (before any
     /// [`IndexBuild::step`]).
     #[cfg(not(target_arch = "wasm32"))]
@@ -403,7 +402,7 @@ impl<'p> Index<'p> {
         self.base.get(i).copied().unwrap_or(false)
     }
 
-    /// Number of samples.
+    /// Number of samples indexed (every sample of the profile once the index is built).
     pub fn sample_count(&self) -> usize {
         self.frame_ends.len()
     }

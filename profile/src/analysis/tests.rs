@@ -280,9 +280,9 @@ fn diff_against_base_shows_growth_relative_to_base_total() {
 }
 
 /// A profile large enough that the CLI merges its samples on a thread of their own,
-/// and builds, validates and indexes them by halves on two threads: the samples come out as the whole-file
-/// decoder's in the file's order (each stack's first sample, summed), and every figure
-/// is the same.
+/// and builds, validates and indexes them by halves on two threads: the samples come
+/// out as the whole-file decoder's in the file's order (each stack's first sample,
+/// summed), and every figure is the same.
 #[test]
 fn large_compact_decodes_are_built_by_halves_in_order() {
     let mut b = Builder::new();
@@ -328,6 +328,10 @@ fn large_compact_decodes_are_built_by_halves_in_order() {
         assert!(beside.feed(piece));
     }
     assert_eq!(beside.finish().ok().as_ref(), Some(&c));
+    // Dropped halfway (as after a bad field): the merging thread ends, with its groups.
+    let mut halfway = CompactDecoder::new().merging_beside();
+    assert!(halfway.feed(&raw[..raw.len() / 2]));
+    drop(halfway);
     let mut first: Vec<(Vec<u64>, i64)> = Vec::new();
     let mut at: std::collections::HashMap<Vec<u64>, usize> = Default::default();
     for s in &p.sample {

@@ -56,7 +56,7 @@ pub struct TopTable {
 /// [`Index::top`]. An error when the values overflow 64-bit sums ([`Index::total`]).
 ///
 /// Natively, without a filter, the index is built without its per-sample stacks
-/// ([`IndexBuild::top_unstacked`]): one table is all that is asked, so each sample's
+/// (`IndexBuild::top_unstacked`): one table is all that is asked, so each sample's
 /// locations are expanded as they are summed, on two threads.
 pub fn top(
     profile: &Profile,
@@ -181,12 +181,8 @@ impl TopSums {
             if let Some(p) = parent.filter(|&p| p != node) {
                 if can_inline[node as usize] {
                     let key = u64::from(p) << 32 | u64::from(node);
-                    let data = &mut self.edge_data;
-                    let at = *self.edges.entry(key).or_insert_with(|| {
-                        data.push((key, true, 0));
-                        data.len() as u64 - 1
-                    });
-                    let e = &mut self.edge_data[at as usize];
+                    let at = self.edge(key);
+                    let e = &mut self.edge_data[at];
                     e.1 &= f.inlined;
                     // Weight once per sample, as pprof (recursion repeats edges).
                     if !self.sample_edges.contains(&key) {
@@ -202,6 +198,18 @@ impl TopSums {
         if let Some(leaf) = parent {
             self.flat[leaf as usize] = self.flat[leaf as usize].wrapping_add(v);
         }
+    }
+
+    /// Where edge `key` (caller << 32 | callee) is in `edge_data`: all inline and of no
+    /// weight when new.
+    #[inline(always)]
+    fn edge(&mut self, key: u64) -> usize {
+        let data = &mut self.edge_data;
+        let at = *self.edges.entry(key).or_insert_with(|| {
+            data.push((key, true, 0));
+            data.len() as u64 - 1
+        });
+        at as usize
     }
 
     /// Adds the sums of other samples (none of them in `self`'s).
@@ -225,12 +233,8 @@ impl TopSums {
         } = other;
         drop(edges);
         for (key, inl, weight) in edge_data {
-            let data = &mut self.edge_data;
-            let at = *self.edges.entry(key).or_insert_with(|| {
-                data.push((key, true, 0));
-                data.len() as u64 - 1
-            });
-            let e = &mut self.edge_data[at as usize];
+            let at = self.edge(key);
+            let e = &mut self.edge_data[at];
             e.1 &= inl;
             e.2 = e.2.wrapping_add(weight);
         }
