@@ -120,14 +120,16 @@ pub struct IndexBuild<'p> {
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) struct Expander<'a> {
     loc_pos: &'a IdIndex,
-    loc_frames: &'a [(u32, u32)],
+    loc_bytes: &'a [u8],
+    loc_bytes_at: &'a [(u32, u32)],
     frames: &'a [Frame],
 }
 
 #[cfg(not(target_arch = "wasm32"))]
 impl<'a> Expander<'a> {
     /// Sample `s`'s frames root first, as [`Index::root_first`] gives an indexed
-    /// sample's, expanded from its locations through `locs` (reused).
+    /// sample's: its locations from the root, each one's frames as the index writes
+    /// them (`loc_bytes`), expanded through `locs` (reused).
     pub(crate) fn root_first<'b>(
         &'b self,
         s: &crate::profile::Sample,
@@ -136,8 +138,9 @@ impl<'a> Expander<'a> {
         locs.clear();
         self.loc_pos.extend(locs, &s.location_id);
         locs.iter().rev().flat_map(|&l| {
-            let (s, n) = self.loc_frames[l as usize];
-            self.frames[s as usize..(s + n) as usize].iter().rev()
+            let (at, n) = self.loc_bytes_at[l as usize];
+            let bytes = &self.loc_bytes[at as usize..(at + n) as usize];
+            StackIds::over(bytes).map(|f| &self.frames[f as usize])
         })
     }
 }
@@ -343,7 +346,8 @@ impl<'p> IndexBuild<'p> {
     pub(crate) fn expander(&self) -> Expander<'_> {
         Expander {
             loc_pos: &self.loc_pos,
-            loc_frames: &self.ix.loc_frames,
+            loc_bytes: &self.loc_bytes,
+            loc_bytes_at: &self.loc_bytes_at,
             frames: &self.ix.frames,
         }
     }
