@@ -103,8 +103,7 @@ impl Groups {
     /// Merges the samples waiting in [`Groups::add`]'s batch.
     #[inline(never)]
     pub fn flush(&mut self) -> Option<()> {
-        self.m.room(self.batch.len());
-        let ok = self.m.merge_run(&self.batch.pending, &self.batch);
+        let ok = self.m.merge_all(&self.batch);
         self.batch.clear();
         ok
     }
@@ -114,14 +113,7 @@ impl Groups {
     #[cfg(not(target_arch = "wasm32"))]
     #[inline(never)]
     pub fn merge(&mut self, batch: &mut Batch) -> Option<()> {
-        self.m.room(batch.len());
-        let mut from = 0;
-        let mut ok = Some(());
-        while ok.is_some() && from < batch.len() {
-            let run = &batch.pending[from..batch.len().min(from + BATCH)];
-            ok = self.m.merge_run(run, batch);
-            from += BATCH;
-        }
+        let ok = self.m.merge_all(batch);
         batch.clear();
         ok
     }
@@ -171,12 +163,17 @@ impl Groups {
 }
 
 impl Merged {
-    /// Room in the table for `waiting` more groups.
+    /// Merges every sample of `b`, [`BATCH`] at a time (the table first given room
+    /// for them all).
     #[inline(always)]
-    fn room(&mut self, waiting: usize) {
-        if self.table.len() < 2 * (self.recs.len() + waiting + 1) {
-            self.grow(waiting);
+    fn merge_all(&mut self, b: &Batch) -> Option<()> {
+        if self.table.len() < 2 * (self.recs.len() + b.len() + 1) {
+            self.grow(b.len());
         }
+        b.pending
+            .chunks(BATCH)
+            .all(|run| self.merge_run(run, b).is_some())
+            .then_some(())
     }
 
     /// Merges `run`, [`BATCH`] samples of `b` at most: first each one's table slot and

@@ -340,9 +340,9 @@ impl<'p> IndexBuild<'p> {
         }
     }
 
-    #[cfg(not(target_arch = "wasm32"))]
     /// What expands a sample's locations into frames, without the index: shareable
     /// between threads (the index is not: its caches are `RefCell`s).
+    #[cfg(not(target_arch = "wasm32"))]
     pub(crate) fn expander(&self) -> Expander<'_> {
         Expander {
             loc_pos: &self.loc_pos,
